@@ -1,0 +1,35 @@
+# Two commands for a fresh machine: `make train` and `make test`.
+# Both create .venv (with Python 3.9-3.11) and install tfa_explore into it.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TRAIN_GIN ?= gin/ppo/cartpole.gin
+TRAIN_DIR ?= runs/$(basename $(subst /,_,$(subst gin/,,$(TRAIN_GIN))))
+PYTEST_ARGS ?=
+
+.PHONY: train test test-fast install clean-venv
+
+install: $(STAMP)
+
+$(STAMP): setup.py constraints.txt
+	@bash tools/check_python.sh "$(PYTHON)"
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	@touch $(STAMP)
+
+# Default training job; TensorBoard logs under runs/ (tensorboard --logdir runs).
+train: $(STAMP)
+	$(VPY) train/train_eval.py --root_dir=$(TRAIN_DIR) --gin_file=$(TRAIN_GIN)
+
+# Everything, learning tests (marked slow) included.
+test: $(STAMP)
+	$(VPY) -m pytest tests $(PYTEST_ARGS)
+
+# Unit tests only, for iterating.
+test-fast: $(STAMP)
+	$(VPY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

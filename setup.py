@@ -1,0 +1,34 @@
+"""tfa_explore: hard-exploration agents (RND-PPO, R2D2, R2D3) for TF-Agents."""
+import sys
+
+import setuptools
+
+if not ((3, 9) <= sys.version_info[:2] <= (3, 11)):
+  sys.exit(
+      'tfa_explore needs Python 3.9-3.11 (dm-reverb 0.14 has no wheels for '
+      f'other versions); this is Python {sys.version.split()[0]}.')
+
+setuptools.setup(
+    name='tfa_explore',
+    version='0.1.0',
+    description='Hard-exploration agents (RND-PPO, R2D2, R2D3) for TF-Agents',
+    packages=setuptools.find_packages(include=['tfa_explore', 'tfa_explore.*']),
+    python_requires='>=3.9,<3.12',
+    install_requires=[
+        'tensorflow>=2.15,<2.16',
+        'tf-agents==0.19.0',
+        'dm-reverb==0.14.0',
+        'tensorflow-probability==0.23.0',
+        'gin-config>=0.5',
+        'absl-py',
+        'gymnasium>=1.0,<2',
+        'ale-py>=0.9',
+        'minigrid>=3.0,<4',
+        'opencv-python-headless',
+        'pillow',
+        'numpy<2',
+    ],
+    extras_require={
+        'test': ['pytest'],
+    },
+)
