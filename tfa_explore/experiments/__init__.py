@@ -1,0 +1,1 @@
+"""Gin-configurable experiment loops and the runner the binaries share."""

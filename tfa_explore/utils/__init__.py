@@ -1,0 +1,1 @@
+"""Small shared pieces: atomic file writes, summaries."""

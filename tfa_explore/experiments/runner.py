@@ -1,0 +1,90 @@
+"""What the binaries share: gin parsing with readable errors, the experiment.
+
+The gin file chooses the experiment by binding
+`run_experiment.experiment = @on_policy.train_eval` (no string dispatch).
+Every experiment function takes `root_dir` and has `env_loader` and
+`agent_fn` parameters, which tools (record_video, the gin-file test) read
+from the parsed config.
+"""
+
+import sys
+from typing import Callable, Optional, Sequence
+
+from absl import logging
+import gin
+
+# Registers the configurables gin files may name. Gin files also import
+# what they use, so each one parses on its own.
+# pylint: disable=unused-import
+from tfa_explore.environments import suite_gymnasium
+from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import ppo
+# pylint: enable=unused-import
+
+CONFIG_ERROR_EXIT_CODE = 2
+
+
+class ConfigError(Exception):
+  """A gin configuration that cannot run: bad file, binding or value."""
+
+
+@gin.configurable(module='runner')
+def run_experiment(root_dir: str,
+                   experiment: Callable[..., object] = gin.REQUIRED):
+  """Runs the gin-bound experiment function in `root_dir`."""
+  return experiment(root_dir=root_dir)
+
+
+def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
+  """Parses gin files then bindings; raises ConfigError with gin's message."""
+  gin_files = list(gin_files or [])
+  gin_bindings = list(gin_bindings or [])
+  try:
+    gin.parse_config_files_and_bindings(gin_files, gin_bindings)
+  except (IOError, OSError) as e:
+    raise ConfigError(
+        f'Cannot read gin file(s) {gin_files}: {e}') from e
+  except Exception as e:  # pylint: disable=broad-except
+    # Gin raises ValueError / KeyError / SyntaxError / ImportError with the
+    # file, line and binding appended to the message.
+    raise ConfigError(
+        f'Invalid gin configuration (files {gin_files}, bindings '
+        f'{gin_bindings}):\n{e}') from e
+
+
+def _is_gin_config_error(error: Exception) -> bool:
+  # A REQUIRED parameter without a binding only shows when the configurable
+  # is called; gin raises RuntimeError('Required bindings for ...').
+  return (isinstance(error, RuntimeError) and
+          'Required bindings for' in str(error))
+
+
+def experiment_reference(name: str):
+  """The configurable bound to `<experiment>.<name>`, e.g. 'env_loader'."""
+  experiment = gin.query_parameter('run_experiment.experiment')
+  return gin.query_parameter(f'{experiment.selector}.{name}')
+
+
+def run(root_dir: str, gin_files: Sequence[str],
+        gin_bindings: Sequence[str]) -> Optional[object]:
+  """Parses gin and runs the experiment; raises ConfigError on bad config."""
+  parse_gin(gin_files, gin_bindings)
+  try:
+    return run_experiment(root_dir=root_dir)
+  except RuntimeError as e:
+    if _is_gin_config_error(e):
+      raise ConfigError(
+          f'Missing gin binding (files {list(gin_files)}, bindings '
+          f'{list(gin_bindings)}):\n{e}') from e
+    raise
+
+
+def main_or_exit(root_dir: str, gin_files: Sequence[str],
+                 gin_bindings: Sequence[str]) -> None:
+  """`run`, turning a ConfigError into gin's message and exit code 2."""
+  try:
+    run(root_dir, gin_files, gin_bindings)
+  except ConfigError as e:
+    logging.error('%s', e)
+    print(f'ERROR: {e}', file=sys.stderr)
+    sys.exit(CONFIG_ERROR_EXIT_CODE)

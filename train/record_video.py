@@ -1,0 +1,89 @@
+r"""Records evaluation episodes of a trained policy as a GIF (or MP4).
+
+  python train/record_video.py --root_dir=runs/ppo_cartpole \
+      --output=cartpole.gif --num_episodes=3
+
+Rebuilds the run's environment from root_dir/operative_config.gin (the
+experiment's `env_loader` binding, with render_mode='rgb_array') and plays
+root_dir/policies/greedy_policy. An --output ending in .mp4 is written with
+opencv's mp4v encoder; anything else is an animated GIF.
+"""
+
+import os
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+import gin
+import numpy as np
+import tensorflow as tf
+
+from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import runner
+from tfa_explore.utils import files
+from tfa_explore.utils import video
+
+_ROOT_DIR = flags.DEFINE_string(
+    'root_dir', None, 'Directory of a finished (or running) training run.',
+    required=True)
+_OUTPUT = flags.DEFINE_string(
+    'output', None, 'Video file (.gif or .mp4); default '
+    'root_dir/videos/greedy_policy.gif.')
+_NUM_EPISODES = flags.DEFINE_integer('num_episodes', 3, 'Episodes recorded.')
+_POLICY = flags.DEFINE_string(
+    'policy', on_policy.GREEDY_POLICY,
+    'Export under root_dir/policies to play (greedy_policy or '
+    'collect_policy).')
+_SEED = flags.DEFINE_integer('seed', 0, 'Env seed of the first episode.')
+_FPS = flags.DEFINE_float('fps', 30.0, 'Frames per second of the video.')
+
+
+def load_env_loader(root_dir: str):
+  """The run's env loader, rebuilt from its operative config."""
+  config_path = os.path.join(root_dir, on_policy.OPERATIVE_CONFIG)
+  if not os.path.exists(config_path):
+    raise FileNotFoundError(f'{config_path} not found: is {root_dir} a '
+                            'train_eval run directory?')
+  gin.clear_config()
+  # skip_unknown: the operative config also lists TF-Agents internals that
+  # need not be registered to rebuild the env.
+  gin.parse_config_file(config_path, skip_unknown=True)
+  return runner.experiment_reference('env_loader').scoped_configurable_fn
+
+
+def record(root_dir: str, output: str, num_episodes: int, policy_name: str,
+           seed: int, fps: float) -> str:
+  env_loader = load_env_loader(root_dir)
+  policy_path = files.previous_export(
+      os.path.join(root_dir, on_policy.POLICY_DIR, policy_name))
+  policy = tf.saved_model.load(policy_path)
+  episodes = video.render_episodes(policy, env_loader, num_episodes, seed)
+  for i, frames in enumerate(episodes):
+    logging.info('Episode %d: %d steps.', i, len(frames) - 1)
+  # A few black frames separate episodes.
+  gap = [np.zeros_like(episodes[0][0])] * max(1, int(fps // 3))
+  frames = []
+  for i, episode in enumerate(episodes):
+    if i:
+      frames.extend(gap)
+    frames.extend(episode)
+  return video.write_video(frames, output, fps)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  output = _OUTPUT.value or os.path.join(_ROOT_DIR.value, 'videos',
+                                         f'{_POLICY.value}.gif')
+  try:
+    path = record(_ROOT_DIR.value, output, _NUM_EPISODES.value, _POLICY.value,
+                  _SEED.value, _FPS.value)
+  except FileNotFoundError as e:
+    print(f'ERROR: {e}', file=sys.stderr)
+    sys.exit(2)
+  print(path)
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,35 @@
+r"""Trains and evaluates the experiment a gin file binds.
+
+  python train/train_eval.py --root_dir=runs/ppo_cartpole \
+      --gin_file=gin/ppo/cartpole.gin [--gin_bindings='NUM_ENV_STEPS=2000']
+
+Everything else (env, agent, loop, seeds, step budget) lives in gin. Running
+the same command again on an existing root_dir resumes from its latest
+checkpoint. A bad gin file or binding exits with code 2 and gin's message.
+"""
+
+from absl import flags
+from tf_agents.system import system_multiprocessing
+
+from tfa_explore.experiments import runner
+
+_ROOT_DIR = flags.DEFINE_string(
+    'root_dir', None, 'Run directory: summaries, checkpoints, policies.',
+    required=True)
+_GIN_FILES = flags.DEFINE_multi_string(
+    'gin_file', [], 'Gin config file(s), parsed in order.')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  runner.main_or_exit(_ROOT_DIR.value, _GIN_FILES.value, _GIN_BINDINGS.value)
+
+
+if __name__ == '__main__':
+  # Parallel envs run in subprocesses that need the parsed gin config;
+  # TF-Agents' handle_main carries it over.
+  system_multiprocessing.handle_main(
+      main, extra_state_savers=[system_multiprocessing.GinStateSaver()])
