@@ -1,0 +1,143 @@
+"""Tests for the Atari preset (a few dozen Pong steps each)."""
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import gin
+import numpy as np
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore.environments import atari
+from tfa_explore.environments import suite_gymnasium
+
+PONG = 'ALE/Pong-v5'
+
+
+def _ale(env):
+  return env.gym.unwrapped.ale
+
+
+class AtariTest(parameterized.TestCase):
+
+  def _load(self, **kwargs):
+    env = atari.load(PONG, **kwargs)
+    self.addCleanup(env.close)
+    return env
+
+  def test_default_spec_is_84x84x4_uint8(self):
+    env = self._load(seed=0)
+    spec = env.observation_spec()
+    self.assertEqual(spec.shape, (84, 84, 4))
+    self.assertEqual(spec.dtype, np.uint8)
+    step = env.reset()
+    self.assertEqual(step.observation.shape, (84, 84, 4))
+    self.assertEqual(step.observation.dtype, np.uint8)
+    step = env.step(np.int64(0))
+    self.assertEqual(step.observation.shape, (84, 84, 4))
+
+  def test_minimal_and_full_action_spaces(self):
+    minimal = self._load(seed=0).action_spec()
+    self.assertEqual(minimal.dtype, np.int64)
+    # Pong's minimal action set: NOOP, FIRE, RIGHT, LEFT, RIGHTFIRE,
+    # LEFTFIRE.
+    self.assertEqual((int(minimal.minimum), int(minimal.maximum)), (0, 5))
+    full = self._load(seed=0, full_action_space=True).action_spec()
+    self.assertEqual(int(full.maximum) - int(full.minimum) + 1, 18)
+
+  @parameterized.parameters(0.25, 0.0)
+  def test_sticky_actions_reach_ale_and_emulator_skips_no_frames(
+      self, probability):
+    env = self._load(seed=0, sticky_action_probability=probability)
+    self.assertAlmostEqual(
+        _ale(env).getFloat('repeat_action_probability'), probability)
+    # Frame skipping belongs to AtariPreprocessing (which max-pools); ALE
+    # itself must step single frames.
+    env.reset()
+    start = _ale(env).getEpisodeFrameNumber()
+    env.step(np.int64(0))
+    self.assertEqual(_ale(env).getEpisodeFrameNumber() - start, 4)
+
+  def test_frames_are_stacked_oldest_first_on_the_last_axis(self):
+    env = self._load(seed=0)
+    step = env.reset()
+    # FrameStackObservation pads the stack with the reset frame.
+    for channel in range(1, 4):
+      np.testing.assert_array_equal(step.observation[..., channel],
+                                    step.observation[..., 0])
+    previous = step.observation
+    changed = False
+    for _ in range(30):
+      step = env.step(np.int64(2))
+      np.testing.assert_array_equal(step.observation[..., :3],
+                                    previous[..., 1:])
+      changed |= not np.array_equal(step.observation[..., 3],
+                                    previous[..., 3])
+      previous = step.observation
+    self.assertTrue(changed, 'frames never changed; stack is not live')
+
+  def test_frame_limit_truncates_with_discount_one(self):
+    # 40 emulator frames = 10 agent steps at frame skip 4.
+    env = self._load(seed=0, max_episode_frames=40)
+    step = env.reset()
+    step_types, discounts = [], []
+    for _ in range(11):
+      step = env.step(np.int64(0))
+      step_types.append(step.step_type)
+      discounts.append(float(step.discount))
+    self.assertEqual(step_types[:10],
+                     [ts.StepType.MID] * 9 + [ts.StepType.LAST])
+    self.assertEqual(discounts[9], 1.0)
+    self.assertEqual(step_types[10], ts.StepType.FIRST)
+
+  def test_default_frame_limit_is_18000(self):
+    env = self._load(seed=0)
+    self.assertEqual(_ale(env).getInt('max_num_frames_per_episode'), 18000)
+
+  def test_same_seed_same_trajectory(self):
+    def trajectory(seed):
+      env = self._load(seed=seed)
+      rng = np.random.default_rng(0)
+      steps = [env.reset()]
+      steps += [env.step(np.int64(rng.integers(6))) for _ in range(40)]
+      return np.stack([s.observation for s in steps])
+    first = trajectory(3)
+    np.testing.assert_array_equal(first, trajectory(3))
+    self.assertGreater(len(np.unique(first[:, ..., -1].reshape(41, -1),
+                                     axis=0)), 1)
+
+  @parameterized.named_parameters(
+      ('rgb', dict(grayscale=False), (84, 84, 12)),
+      ('no_stack', dict(frame_stack=1), (84, 84, 1)),
+      ('small', dict(screen_size=42, frame_stack=2), (42, 42, 2)))
+  def test_observation_shapes(self, kwargs, shape):
+    env = self._load(seed=0, **kwargs)
+    self.assertEqual(env.observation_spec().shape, shape)
+    self.assertEqual(env.reset().observation.shape, shape)
+    self.assertEqual(env.step(np.int64(0)).observation.shape, shape)
+
+  def test_rejects_non_atari_id(self):
+    with self.assertRaisesRegex(ValueError, r"ALE.*'CartPole-v1'"):
+      atari.load('CartPole-v1')
+
+  def test_rejects_old_ale_ids(self):
+    with self.assertRaisesRegex(ValueError, r"v5.*'PongNoFrameskip-v4'"):
+      atari.load('PongNoFrameskip-v4')
+
+  def test_unknown_id_suggests_close_matches(self):
+    with self.assertRaisesRegex(suite_gymnasium.UnknownEnvironmentError,
+                                'ALE/Pong-v5'):
+      atari.load('ALE/Pongg-v5')
+
+  def test_gin_configurable(self):
+    with gin.unlock_config():
+      gin.parse_config("atari.load.env_id = 'ALE/Pong-v5'\n"
+                       'atari.load.frame_stack = 2')
+    try:
+      env = atari.load()
+      self.addCleanup(env.close)
+      self.assertEqual(env.observation_spec().shape, (84, 84, 2))
+    finally:
+      gin.clear_config()
+
+
+if __name__ == '__main__':
+  absltest.main()
