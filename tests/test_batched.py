@@ -112,6 +112,19 @@ class BatchedEnvTest(parameterized.TestCase):
     np.testing.assert_array_equal(_stack(in_process, 'observation'),
                                   _stack(parallel, 'observation'))
 
+  @parameterized.named_parameters(('in_process', False), ('parallel', True))
+  def test_last_infos(self, parallel):
+    env = self._make(
+        functools.partial(fake_envs.load_counting, episode_length=5), 2,
+        seed=0, parallel=parallel)
+    env.reset()
+    self.assertEqual([info['count'] for info in batched.last_infos(env)],
+                     [0, 0])
+    env.step(np.zeros(2, dtype=np.int64))
+    env.step(np.zeros(2, dtype=np.int64))
+    self.assertEqual([info['count'] for info in batched.last_infos(env)],
+                     [2, 2])
+
   def test_rejects_empty_batch(self):
     with self.assertRaisesRegex(ValueError, 'num_envs'):
       batched.make_batched_env(fake_envs.load_counting, num_envs=0, seed=0)

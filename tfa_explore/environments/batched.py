@@ -93,3 +93,19 @@ def make_batched_env(env_loader: EnvLoader,
   # overhead on our 2-core machines.
   return batched_py_environment.BatchedPyEnvironment(envs,
                                                      multithreading=False)
+
+
+def last_infos(batched_env: py_environment.PyEnvironment):
+  """Gymnasium info dicts of the last step of each env in a batch.
+
+  Works for both batch kinds (a subprocess env answers through its pipe), so
+  metrics such as MiniGrid's distinct `agent_pos` count can read them.
+
+  Args:
+    batched_env: A `make_batched_env` result whose envs are
+      `GymnasiumWrapper`s.
+
+  Returns:
+    A list of `num_envs` info dicts, in batch order.
+  """
+  return [env.last_info for env in batched_env.envs]
