@@ -1,0 +1,191 @@
+"""Hand-computed tests of RND-PPO's pure maths and normalisers."""
+
+import numpy as np
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore.agents.rnd_ppo import maths
+from tfa_explore.agents.rnd_ppo import normalizers
+
+FIRST, MID, LAST = ts.StepType.FIRST, ts.StepType.MID, ts.StepType.LAST
+
+
+class _TestCase(tf.test.TestCase):
+  # tf.test.TestCase.test_session is a deprecated helper, not a test; hide it
+  # from pytest's collection.
+  test_session = None
+
+
+class DualGaeTest(_TestCase):
+
+  def _episode_end_batch(self):
+    # One env, 5 rows (4 transitions + the bootstrap row):
+    #   row 0: FIRST -> MID,  r_E 1, discount 1
+    #   row 1: MID   -> LAST, r_E 2, discount 0 (termination)
+    #   row 2: LAST  -> FIRST (boundary row), r_E 0, discount 1
+    #   row 3: FIRST -> MID,  r_E 3, discount 1
+    #   row 4: MID (bootstrap only)
+    return dict(
+        extrinsic_rewards=tf.constant([[1., 2., 0., 3.]]),
+        intrinsic_rewards=tf.constant([[1., 1., 1., 1.]]),
+        extrinsic_values=tf.constant([[1., 1., 4., 6., 8.]]),
+        intrinsic_values=tf.constant([[2., 2., 2., 2., 4.]]),
+        step_types=tf.constant([[FIRST, MID, LAST, FIRST]]),
+        next_step_types=tf.constant([[MID, LAST, FIRST, MID]]),
+        next_discounts=tf.constant([[1., 0., 1., 1.]]),
+        extrinsic_discount=0.5,
+        intrinsic_discount=0.5,
+        td_lambda=0.5,
+        extrinsic_coef=2.0,
+        intrinsic_coef=1.0)
+
+  def test_episode_end_cuts_extrinsic_not_intrinsic(self):
+    out = maths.dual_gae(**self._episode_end_batch())
+    # Extrinsic, gamma = lambda = 0.5, so the trace weight is 0.25:
+    #   delta_0 = 1 + 0.5 * 1 * V1(1) - V0(1) = 0.5
+    #   delta_1 = 2 + 0.5 * 0 * V2    - V1(1) = 1    (terminated)
+    #   delta_2 = boundary row -> 0
+    #   delta_3 = 3 + 0.5 * 1 * V4(8) - V3(6) = 1
+    #   A_3 = 1; A_2 = 0; A_1 = 1 + 0 * A_2 = 1; A_0 = 0.5 + 0.25 * 1 = 0.75
+    self.assertAllClose(out.extrinsic_advantages, [[0.75, 1., 0., 1.]])
+    # Returns = A + V: 1.75, 2, 0 + 4, 1 + 6.
+    self.assertAllClose(out.extrinsic_returns, [[1.75, 2., 4., 7.]])
+    # Intrinsic, non-episodic (every bootstrap 0.5, every trace 0.25):
+    #   delta_0 = 1 + 0.5 * 2 - 2 = 0; delta_1 = 0; delta_2 = 0
+    #   delta_3 = 1 + 0.5 * 4 - 2 = 1
+    #   A_3 = 1, A_2 = 0.25, A_1 = 0.0625, A_0 = 0.015625
+    # A_1 (the terminal transition) still sees the next episode.
+    self.assertAllClose(out.intrinsic_advantages,
+                        [[0.015625, 0.0625, 0.25, 1.]])
+    self.assertAllClose(out.intrinsic_returns,
+                        [[2.015625, 2.0625, 2.25, 3.]])
+    # Combined: 2 * A_E + 1 * A_I.
+    self.assertAllClose(out.advantages, [[1.515625, 2.0625, 0.25, 3.]])
+
+  def test_episodic_intrinsic_ablation_cuts_at_episode_end(self):
+    batch = self._episode_end_batch()
+    out = maths.dual_gae(non_episodic_intrinsic=False, **batch)
+    #   delta_0 = 1 + 0.5 * 2 - 2 = 0; delta_1 = 1 + 0 - 2 = -1
+    #   delta_2 = 0 (boundary); delta_3 = 1 + 0.5 * 4 - 2 = 1
+    #   A_3 = 1; A_1 = -1; A_0 = 0 + 0.25 * -1 = -0.25
+    self.assertAllClose(out.intrinsic_advantages, [[-0.25, -1., 0., 1.]])
+
+  def test_truncation_bootstraps_from_final_observation(self):
+    # Env 0 terminates, env 1 is truncated (discount 1 on LAST).
+    #   row 0: MID -> LAST, reward 1; row 1: boundary; row 2: next FIRST.
+    # Values: V(o_0) = 0, V(o_LAST) = 10, V(o_FIRST') = 7.
+    discounts = maths.episodic_stream_discounts(
+        step_types=tf.constant([[MID, LAST], [MID, LAST]]),
+        next_step_types=tf.constant([[LAST, FIRST], [LAST, FIRST]]),
+        next_discounts=tf.constant([[0., 1.], [1., 1.]]),
+        gamma=0.5)
+    advantages = maths.generalized_advantages(
+        rewards=tf.constant([[1., 0.], [1., 0.]]),
+        values=tf.constant([[0., 10., 7.], [0., 10., 7.]]),
+        discounts=discounts,
+        td_lambda=0.5)
+    # Terminated: A_0 = 1 + 0.5 * 0 * 10 - 0 = 1.
+    # Truncated: A_0 = 1 + 0.5 * 1 * V(o_LAST) - 0 = 1 + 5 = 6 (not
+    #   1 + 0.5 * V(o_FIRST') = 4.5). Boundary rows: 0.
+    self.assertAllClose(advantages, [[1., 0.], [6., 0.]])
+
+  def test_rollout_end_bootstraps_from_last_row(self):
+    # Two MID transitions, gamma 0.5, lambda 1: V = [0, 0, 4].
+    #   delta_1 = 0 + 0.5 * 4 - 0 = 2; delta_0 = 0; A_0 = 0 + 0.5 * 2 = 1
+    discounts = maths.episodic_stream_discounts(
+        tf.constant([[MID, MID]]), tf.constant([[MID, MID]]),
+        tf.constant([[1., 1.]]), gamma=0.5)
+    advantages = maths.generalized_advantages(
+        tf.constant([[0., 0.]]), tf.constant([[0., 0., 4.]]), discounts,
+        td_lambda=1.0)
+    self.assertAllClose(advantages, [[1., 2.]])
+
+
+class IntrinsicRewardMathsTest(_TestCase):
+
+  def test_return_filter(self):
+    # R_t = 0.5 * R_{t-1} + r_t from 0: env 0: 1, 0.5 + 1 = 1.5;
+    # env 1: 2, 0.5 * 2 + 0 = 1.
+    filtered, state = maths.intrinsic_return_filter(
+        tf.constant([[1., 1.], [2., 0.]]), tf.zeros([2]), gamma=0.5)
+    self.assertAllClose(filtered, [[1., 1.5], [2., 1.]])
+    self.assertAllClose(state, [1.5, 1.])
+
+  def test_running_intrinsic_return_std(self):
+    normalizer = normalizers.IntrinsicReturnNormalizer(gamma=0.5)
+    normalizer.update(tf.constant([[1., 1.], [2., 0.]]))
+    # Filtered returns {1, 1.5, 2, 1}: mean 1.375,
+    # var = (0.375^2 + 0.125^2 + 0.625^2 + 0.375^2) / 4 = 0.6875 / 4
+    #     = 0.171875, std = 0.414578.
+    self.assertAllClose(normalizer.std(), np.sqrt(0.171875), atol=1e-5)
+    self.assertAllClose(normalizer.filter_state, [1.5, 1.])
+    # Rewards are divided by the return std, not centred: 1 / 0.414578.
+    self.assertAllClose(normalizer.normalize(tf.constant([1.])),
+                        [1. / np.sqrt(0.171875)], atol=1e-4)
+    # The filter continues across calls (and across episode ends):
+    # env 0: 0.5 * 1.5 + 0 = 0.75; env 1: 0.5 * 1 + 1 = 1.5.
+    normalizer.update(tf.constant([[0.], [1.]]))
+    self.assertAllClose(normalizer.filter_state, [0.75, 1.5])
+    # All six {1, 1.5, 2, 1, 0.75, 1.5}: mean 7.75 / 6 = 1.291667,
+    # E[x^2] = 11.0625 / 6 = 1.84375, var = 1.84375 - 1.291667^2 = 0.175347.
+    self.assertAllClose(normalizer.std(), np.sqrt(0.175347), atol=1e-5)
+
+  def test_prediction_error_is_mean_over_features(self):
+    # Row 0: ((1 - 0)^2 + (2 - 0)^2) / 2 = 2.5; row 1: (1 + 1) / 2 = 1.
+    error = maths.prediction_error(tf.constant([[1., 2.], [0., 0.]]),
+                                   tf.constant([[0., 0.], [1., 1.]]))
+    self.assertAllClose(error, [2.5, 1.])
+
+  def test_masked_mean(self):
+    errors = tf.constant([1., 2., 3., 4.])
+    # (1 + 3) / 2 = 2.
+    self.assertAllClose(maths.masked_mean(errors, [1., 0., 1., 0.]), 2.)
+    # Empty mask: 0 / max(0, 1) = 0.
+    self.assertAllClose(maths.masked_mean(errors, [0., 0., 0., 0.]), 0.)
+
+  def test_predictor_mask_proportion(self):
+    mask = maths.predictor_update_mask([20000], 0.25, seed=3)
+    self.assertAllInSet(mask.numpy(), [0., 1.])
+    # Binomial std of the fraction: sqrt(0.25 * 0.75 / 20000) = 0.003.
+    self.assertNear(float(tf.reduce_mean(mask)), 0.25, 0.015)
+    self.assertAllEqual(maths.predictor_update_mask([5], 1.0), np.ones(5))
+
+  def test_explained_variance(self):
+    targets = tf.constant([1., 2., 3.])
+    weights = tf.ones([3])
+    self.assertAllClose(
+        maths.explained_variance(targets, targets, weights), 1.)
+    # Predicting 0: residual variance = target variance -> 0.
+    self.assertAllClose(
+        maths.explained_variance(tf.zeros([3]), targets, weights), 0.)
+    # Weights drop the last sample: targets {1, 2} predicted {1, 1}:
+    # var(t) = 0.25, var(t - p) = var({0, 1}) = 0.25 -> 0.
+    self.assertAllClose(
+        maths.explained_variance(tf.constant([1., 1., 0.]), targets,
+                                 tf.constant([1., 1., 0.])), 0.)
+
+
+class RndObservationNormalizerTest(_TestCase):
+
+  def test_whitens_and_clips_to_five(self):
+    normalizer = normalizers.RndObservationNormalizer(
+        tensor_spec.TensorSpec([2], tf.float32), clip_value=5.0)
+    # Feature 0 sees {0, 2}: mean 1, var 1. Feature 1 sees {10, 10}: var 0.
+    normalizer.update(tf.constant([[0., 10.], [2., 10.]]))
+    out = normalizer.normalize(
+        tf.constant([[100., 10.], [-100., 11.], [2., 10.]]))
+    # (100 - 1) / 1 = 99 -> 5; (-100 - 1) -> -5; (2 - 1) / 1 = 1.
+    # Feature 1: (10 - 10) = 0; (11 - 10) / sqrt(1e-8) = 1e4 -> 5.
+    self.assertAllClose(out, [[5., 0.], [-5., 5.], [1., 0.]], atol=1e-4)
+
+  def test_disabled_is_identity(self):
+    normalizer = normalizers.RndObservationNormalizer(
+        tensor_spec.TensorSpec([1], tf.float32), enabled=False)
+    normalizer.update(tf.constant([[0.], [2.]]))
+    self.assertAllClose(normalizer.normalize(tf.constant([[100.]])),
+                        [[100.]])
+
+
+if __name__ == '__main__':
+  tf.test.main()

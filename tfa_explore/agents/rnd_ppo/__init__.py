@@ -1,0 +1,6 @@
+"""RND-PPO: PPO with Random Network Distillation (Burda et al. 2018)."""
+
+from tfa_explore.agents.rnd_ppo.agent import RndPPOAgent
+from tfa_explore.agents.rnd_ppo.agent import RndPPOLossInfo
+from tfa_explore.agents.rnd_ppo.policy import RndPPOPolicy
+from tfa_explore.agents.rnd_ppo.warm_up import warm_up_observation_normalizer

@@ -1,0 +1,253 @@
+"""Pure maths of RND-PPO (Burda et al. 2018, arXiv 1810.12894).
+
+Every function here is stateless and works on batch-major tensors laid out
+like a TF-Agents `Trajectory` of `T + 1` contiguous rows per environment:
+row `t` holds observation `o_t`, the action taken on it and the reward and
+discount of the NEXT time step (`o_{t+1}`). Row `t` with `step_type == LAST`
+is the "boundary" row `o_LAST -> o_FIRST` of the next episode; its action is
+ignored by the environment.
+
+Transitions are the first `T` rows; the value of the last row is only the
+bootstrap of the rollout.
+"""
+
+import collections
+
+import tensorflow as tf
+from tf_agents.trajectories import time_step as ts
+
+DualAdvantages = collections.namedtuple(
+    'DualAdvantages',
+    (
+        'extrinsic_advantages',
+        'extrinsic_returns',
+        'intrinsic_advantages',
+        'intrinsic_returns',
+        'advantages',
+    ),
+)
+
+StreamDiscounts = collections.namedtuple(
+    'StreamDiscounts', ('bootstrap', 'trace', 'row_mask')
+)
+
+
+def episodic_stream_discounts(step_types, next_step_types, next_discounts,
+                              gamma):
+  """Discounts of an episodic stream, shapes `[B, T]`.
+
+  * bootstrap: `gamma * discount_{t+1}`. The environment's discount is 0 on a
+    terminated LAST step and 1 on a truncated one, so truncation bootstraps
+    from `V(o_LAST)` (the value of the truncated episode's final observation,
+    which TF-Agents keeps as its own row) and termination does not.
+    TF-Agents' `PPOAgent.compute_return_and_advantage` multiplies by
+    `get_episode_mask`, which zeroes the discount of every LAST step and so
+    treats truncation as termination; we do not.
+  * trace: the GAE trace never flows from a boundary row back into the
+    episode that ended: it is cut on rows whose next step is LAST.
+  * row_mask: boundary rows (`step_type == LAST`) get no advantage.
+
+  Args:
+    step_types: `[B, T]` step types of the rows.
+    next_step_types: `[B, T]` step types of the next rows.
+    next_discounts: `[B, T]` environment discounts of the next time steps.
+    gamma: Discount factor of the stream.
+
+  Returns:
+    A `StreamDiscounts` of `[B, T]` float32 tensors.
+  """
+  next_discounts = tf.cast(next_discounts, tf.float32)
+  next_not_last = tf.cast(
+      tf.not_equal(next_step_types, ts.StepType.LAST), tf.float32)
+  not_boundary = tf.cast(tf.not_equal(step_types, ts.StepType.LAST),
+                         tf.float32)
+  bootstrap = gamma * next_discounts
+  return StreamDiscounts(
+      bootstrap=bootstrap,
+      trace=bootstrap * next_not_last,
+      row_mask=not_boundary)
+
+
+def non_episodic_stream_discounts(step_types, gamma):
+  """Discounts of a non-episodic stream: episode ends are ordinary steps.
+
+  The boundary row `o_LAST -> o_FIRST` is kept as one more step of the
+  agent's lifelong stream (Burda et al. 2018, section 2.3), so the intrinsic
+  return of the last steps of an episode includes the novelty of the next
+  episode's start.
+
+  Args:
+    step_types: `[B, T]` step types, only used for the shape.
+    gamma: Discount factor of the stream.
+
+  Returns:
+    A `StreamDiscounts` of `[B, T]` float32 tensors.
+  """
+  ones = tf.ones_like(step_types, dtype=tf.float32)
+  return StreamDiscounts(bootstrap=gamma * ones, trace=gamma * ones,
+                         row_mask=ones)
+
+
+def generalized_advantages(rewards, values, discounts, td_lambda):
+  """GAE with separate bootstrap and trace discounts.
+
+  `delta_t = (r_t + bootstrap_t * V_{t+1} - V_t) * row_mask_t`
+  `A_t = delta_t + td_lambda * trace_t * A_{t+1}`, `A_T = 0`.
+
+  Args:
+    rewards: `[B, T]` rewards of the transitions.
+    values: `[B, T + 1]` values of every row's observation; the last column
+      is the bootstrap value of the rollout.
+    discounts: `StreamDiscounts` of `[B, T]` tensors.
+    td_lambda: GAE lambda.
+
+  Returns:
+    `[B, T]` advantages (zero where `row_mask` is zero).
+  """
+  rewards = tf.cast(rewards, tf.float32)
+  values = tf.cast(values, tf.float32)
+  deltas = (rewards + discounts.bootstrap * values[:, 1:] - values[:, :-1])
+  deltas *= discounts.row_mask
+  weights = td_lambda * discounts.trace
+
+  def _backward(next_advantage, delta_and_weight):
+    delta, weight = delta_and_weight
+    return delta + weight * next_advantage
+
+  advantages = tf.scan(
+      _backward,
+      (tf.transpose(deltas), tf.transpose(weights)),
+      initializer=tf.zeros_like(deltas[:, 0]),
+      reverse=True)
+  return tf.stop_gradient(tf.transpose(advantages) * discounts.row_mask)
+
+
+def dual_gae(extrinsic_rewards,
+             intrinsic_rewards,
+             extrinsic_values,
+             intrinsic_values,
+             step_types,
+             next_step_types,
+             next_discounts,
+             extrinsic_discount,
+             intrinsic_discount,
+             td_lambda,
+             extrinsic_coef,
+             intrinsic_coef,
+             non_episodic_intrinsic=True):
+  """Advantages and TD(lambda) returns of both streams (paper section 2.3).
+
+  Args:
+    extrinsic_rewards: `[B, T]`.
+    intrinsic_rewards: `[B, T]` (already normalised).
+    extrinsic_values: `[B, T + 1]` extrinsic head values.
+    intrinsic_values: `[B, T + 1]` intrinsic head values.
+    step_types: `[B, T]` step types of the rows.
+    next_step_types: `[B, T]`.
+    next_discounts: `[B, T]` environment discounts of the next steps.
+    extrinsic_discount: gamma_E (0.999 in the paper).
+    intrinsic_discount: gamma_I (0.99 in the paper).
+    td_lambda: GAE lambda of both streams (0.95 in the paper).
+    extrinsic_coef: Weight of the extrinsic advantage (2 in the paper).
+    intrinsic_coef: Weight of the intrinsic advantage (1 in the paper).
+    non_episodic_intrinsic: If False the intrinsic stream is episodic like
+      the extrinsic one (ablation).
+
+  Returns:
+    `DualAdvantages` of `[B, T]` tensors; returns are advantage + value.
+  """
+  extrinsic_discounts = episodic_stream_discounts(
+      step_types, next_step_types, next_discounts, extrinsic_discount)
+  if non_episodic_intrinsic:
+    intrinsic_discounts = non_episodic_stream_discounts(
+        step_types, intrinsic_discount)
+  else:
+    intrinsic_discounts = episodic_stream_discounts(
+        step_types, next_step_types, next_discounts, intrinsic_discount)
+  extrinsic_advantages = generalized_advantages(
+      extrinsic_rewards, extrinsic_values, extrinsic_discounts, td_lambda)
+  intrinsic_advantages = generalized_advantages(
+      intrinsic_rewards, intrinsic_values, intrinsic_discounts, td_lambda)
+  return DualAdvantages(
+      extrinsic_advantages=extrinsic_advantages,
+      extrinsic_returns=extrinsic_advantages + extrinsic_values[:, :-1],
+      intrinsic_advantages=intrinsic_advantages,
+      intrinsic_returns=intrinsic_advantages + intrinsic_values[:, :-1],
+      advantages=(extrinsic_coef * extrinsic_advantages +
+                  intrinsic_coef * intrinsic_advantages))
+
+
+def intrinsic_return_filter(rewards, initial_state, gamma):
+  """Discounted return filter `R_t = gamma * R_{t-1} + r_t` per environment.
+
+  The paper normalises intrinsic rewards by a running std of these filtered
+  returns, not of the rewards. The filter never resets at episode ends: the
+  intrinsic stream is non-episodic.
+
+  Args:
+    rewards: `[B, T]` intrinsic rewards in time order.
+    initial_state: `[B]` filter value before the first column.
+    gamma: gamma_I.
+
+  Returns:
+    `(filtered [B, T], final_state [B])`.
+  """
+  rewards = tf.cast(rewards, tf.float32)
+
+  def _forward(previous, reward):
+    return gamma * previous + reward
+
+  filtered = tf.scan(_forward, tf.transpose(rewards),
+                     initializer=tf.cast(initial_state, tf.float32))
+  filtered = tf.transpose(filtered)
+  return filtered, filtered[:, -1]
+
+
+def prediction_error(predicted_features, target_features):
+  """RND intrinsic reward: mean squared error over the feature axis."""
+  return tf.reduce_mean(
+      tf.math.squared_difference(predicted_features,
+                                 tf.stop_gradient(target_features)),
+      axis=-1)
+
+
+def predictor_update_mask(shape, proportion, seed=None):
+  """Random 0/1 mask keeping each sample with probability `proportion`."""
+  if proportion >= 1.0:
+    return tf.ones(shape, tf.float32)
+  return tf.cast(
+      tf.random.uniform(shape, seed=seed) < proportion, tf.float32)
+
+
+def masked_mean(values, mask):
+  """`sum(mask * values) / max(sum(mask), 1)`: 0 when nothing is kept."""
+  mask = tf.cast(mask, values.dtype)
+  return tf.reduce_sum(mask * values) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+def explained_variance(predictions, targets, weights):
+  """`1 - Var[targets - predictions] / Var[targets]` over weighted samples.
+
+  Returns 0 when the targets have no variance (nothing to explain).
+  """
+  weights = tf.cast(weights, tf.float32)
+  total = tf.maximum(tf.reduce_sum(weights), 1.0)
+
+  def _variance(x):
+    mean = tf.reduce_sum(weights * x) / total
+    return tf.reduce_sum(weights * tf.square(x - mean)) / total
+
+  target_variance = _variance(targets)
+  residual_variance = _variance(targets - predictions)
+  return tf.where(target_variance > 0.0,
+                  1.0 - residual_variance / tf.maximum(target_variance, 1e-12),
+                  tf.zeros_like(target_variance))
+
+
+def masked_moments(values, weights):
+  """Weighted mean and variance of `values`."""
+  weights = tf.cast(weights, values.dtype)
+  total = tf.maximum(tf.reduce_sum(weights), 1.0)
+  mean = tf.reduce_sum(weights * values) / total
+  variance = tf.reduce_sum(weights * tf.square(values - mean)) / total
+  return mean, variance

@@ -1,0 +1,106 @@
+"""Normalisers owned by the RND-PPO agent (Burda et al. 2018, section 2.4).
+
+Both are `tf.Module`s so their variables are tracked by the agent and
+carried by its checkpoints.
+"""
+
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.utils import tensor_normalizer
+
+from tfa_explore.agents.rnd_ppo import maths
+
+
+class RndObservationNormalizer(tf.Module):
+  """Whitens and clips the inputs of the RND target and predictor only.
+
+  The policy keeps its own normaliser (TF-Agents' `normalize_observations`);
+  sharing one, as the TF-Agents RND prototype did, would let the policy's
+  statistics drift with the RND warm-up.
+  """
+
+  def __init__(self, input_spec, clip_value=5.0, enabled=True,
+               variance_epsilon=1e-8, name='rnd_observation_normalizer'):
+    super().__init__(name=name)
+    self._input_spec = input_spec
+    self._clip_value = clip_value
+    self._enabled = enabled
+    self._variance_epsilon = variance_epsilon
+    self._normalizer = tensor_normalizer.StreamingTensorNormalizer(
+        input_spec, scope=name)
+
+  @property
+  def enabled(self):
+    return self._enabled
+
+  def update(self, inputs):
+    """Adds a batch (any outer dims) of RND inputs to the statistics."""
+    if self._enabled:
+      return self._normalizer.update(inputs)
+    return tf.no_op()
+
+  def normalize(self, inputs):
+    """`clip((x - mean) / std, -clip, clip)`; identity when disabled."""
+    if not self._enabled:
+      return tf.cast(inputs, tf.float32)
+    return self._normalizer.normalize(
+        inputs, clip_value=self._clip_value, center_mean=True,
+        variance_epsilon=self._variance_epsilon)
+
+  def mean_and_std(self):
+    """Current per-feature running mean and std."""
+    count, mean, m2, _ = self._normalizer.variables
+    return mean, tf.sqrt(m2 / count)
+
+  def count(self):
+    return self._normalizer.variables[0]
+
+
+class IntrinsicReturnNormalizer(tf.Module):
+  """Divides intrinsic rewards by a running std of intrinsic RETURNS.
+
+  Each environment's rewards run through the forward filter
+  `R_t = gamma_I * R_{t-1} + r_t` (never reset: the stream is
+  non-episodic); the running mean/variance of every filtered `R_t` is kept
+  by a `StreamingTensorNormalizer`, and rewards are divided by its std
+  without centring. The filter state has one entry per environment; its
+  length follows the batch (a batch of another size restarts it at zero).
+  """
+
+  def __init__(self, gamma, variance_epsilon=1e-8,
+               name='intrinsic_return_normalizer'):
+    super().__init__(name=name)
+    self._gamma = gamma
+    self._variance_epsilon = variance_epsilon
+    self._return_moments = tensor_normalizer.StreamingTensorNormalizer(
+        tensor_spec.TensorSpec([], tf.float32), scope=name + '_moments')
+    self.filter_state = tf.Variable(
+        tf.zeros([0], tf.float32), shape=tf.TensorShape([None]),
+        trainable=False, name='intrinsic_return_filter_state')
+
+  def update(self, rewards):
+    """Runs `[B, T]` rewards through the filter and updates the moments."""
+    batch_size = tf.shape(rewards)[0]
+    state = tf.cond(
+        tf.equal(tf.size(self.filter_state), batch_size),
+        lambda: tf.identity(self.filter_state),
+        lambda: tf.zeros([batch_size], tf.float32))
+    filtered, final_state = maths.intrinsic_return_filter(
+        rewards, state, self._gamma)
+    with tf.control_dependencies([final_state]):
+      assign = self.filter_state.assign(final_state)
+    with tf.control_dependencies([assign]):
+      return self._return_moments.update(filtered)
+
+  def normalize(self, rewards):
+    """`r / sqrt(Var[R] + eps)`."""
+    return self._return_moments.normalize(
+        rewards, clip_value=0.0, center_mean=False,
+        variance_epsilon=self._variance_epsilon)
+
+  def std(self):
+    count, _, m2, _ = self._return_moments.variables
+    return tf.sqrt(m2 / count)
+
+  def mean(self):
+    return self._return_moments.variables[1]

@@ -1,0 +1,47 @@
+"""Initialises the RND observation normaliser with a random agent.
+
+Burda et al. 2018, section 2.4: the normalisation parameters are set by
+stepping a random agent in the environment before optimisation starts.
+"""
+
+import gin
+import tensorflow as tf
+from tf_agents.environments import py_environment
+from tf_agents.environments import tf_py_environment
+from tf_agents.policies import random_tf_policy
+
+
+@gin.configurable(denylist=['agent', 'environment'])
+def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
+  """Steps a uniform random policy and feeds every observation to the RND
+  observation normaliser (only that one: the policy's normaliser and all
+  networks are left untouched).
+
+  Suitable as the train_eval loop's `pre_training_fn(agent=, environment=)`.
+
+  Args:
+    agent: A `RndPPOAgent`.
+    environment: A (batched) `TFEnvironment` or `PyEnvironment`; it is
+      stepped from its current time step and left where the warm-up ends.
+    num_steps: Steps of the (batched) environment; each step advances every
+      parallel environment once, so `num_steps * batch_size` observations
+      are seen.
+
+  Returns:
+    The number of observations added to the normaliser.
+  """
+  if num_steps < 0:
+    raise ValueError(f'num_steps must be >= 0, got {num_steps}.')
+  if isinstance(environment, py_environment.PyEnvironment):
+    environment = tf_py_environment.TFPyEnvironment(environment)
+  random_policy = random_tf_policy.RandomTFPolicy(
+      environment.time_step_spec(), environment.action_spec())
+  update = tf.function(agent.update_rnd_observation_normalizer)
+  time_step = environment.current_time_step()
+  seen = 0
+  for _ in range(num_steps):
+    action_step = random_policy.action(time_step)
+    time_step = environment.step(action_step.action)
+    update(time_step.observation)
+    seen += int(environment.batch_size or 1)
+  return seen
