@@ -1,0 +1,287 @@
+"""Recurrent dueling Q network of R2D2 (Kapturowski et al. 2019, Section 2.3).
+
+observation -> torso (conv stack for images, MLP for vectors)
+            -> concat(torso features, one_hot(prev_action), prev_reward)
+            -> LSTM (or nothing, for the feed-forward baseline)
+            -> dueling head: Q = V + A - mean_a A (Wang et al. 2016).
+
+Input design. The network input is a dict
+
+  {'observation': obs spec, 'prev_action': action spec, 'prev_reward': ()}
+
+(built by `make_input_spec`), so the previous action and reward are ordinary
+inputs that live in the observation nest. That is what both users need:
+
+* A TF-Agents policy calls `q_network(time_step.observation, step_type=...,
+  network_state=...)` with the observation only, so the extra inputs must be
+  part of it. An environment wrapper that adds them (as Acme's
+  observation-action-reward wrapper does) works with the stock `QPolicy` and
+  `EpsilonGreedyPolicy`; a custom policy that keeps the previous action in its
+  state can build the same dict instead. The network does not care which.
+* A learner reading `[B, T]` sequences from Reverb gets the inputs of every
+  step in the stored observations, unrolls them in one call and needs no
+  bookkeeping to shift actions and rewards by one step.
+
+The network state is then only the LSTM state `[h, c]`, which is what R2D2
+stores in replay.
+
+Episode starts. On steps whose `step_type` is FIRST the LSTM state is reset to
+zeros (TF-Agents' `DynamicUnroll` reset mask, as for acting) and the previous
+action and reward are zeroed, so whatever a wrapper carried over from the
+previous episode in an auto-resetting environment cannot leak in. A learner
+should pass the stored step types too, so that its unroll sees exactly what
+the actor saw (a stored state at a FIRST step is zeros anyway).
+`step_type=None` disables both the reset and the zeroing.
+"""
+
+import collections
+
+import gin
+import tensorflow as tf
+from tf_agents.keras_layers import dynamic_unroll_layer
+from tf_agents.networks import network
+from tf_agents.networks import utils as network_utils
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
+from tf_agents.utils import nest_utils
+
+OBSERVATION_KEY = 'observation'
+PREV_ACTION_KEY = 'prev_action'
+PREV_REWARD_KEY = 'prev_reward'
+
+# (filters, kernel size, stride) of the Atari torso: R2D2 keeps the conv
+# stack of Mnih et al. (2015), followed by a 512-unit dense layer.
+ATARI_CONV_LAYER_PARAMS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
+
+
+def make_input_spec(observation_spec, action_spec, reward_dtype=tf.float32):
+  """The input spec this network expects, as a dict.
+
+  Args:
+    observation_spec: A single `TensorSpec` or `ArraySpec`: rank 1 (vector) or
+      rank 3 (HWC image; uint8 images are scaled to [0, 1] by the network).
+    action_spec: The scalar discrete bounded spec of the environment;
+      `prev_action` reuses it, so it has the same dtype and bounds.
+    reward_dtype: dtype of `prev_reward`.
+
+  Returns:
+    `{'observation': ..., 'prev_action': ..., 'prev_reward': TensorSpec(())}`.
+  """
+  # from_spec accepts the ArraySpecs of a PyEnvironment as well.
+  return {
+      OBSERVATION_KEY: tensor_spec.from_spec(observation_spec),
+      PREV_ACTION_KEY: tensor_spec.from_spec(action_spec),
+      PREV_REWARD_KEY: tf.TensorSpec((), reward_dtype),
+  }
+
+
+class DuelingOutputs(
+    collections.namedtuple('DuelingOutputs',
+                           ['q_values', 'value', 'advantages'])):
+  """The dueling streams: q_values and advantages `[..., A]`, value `[...]`.
+
+  `advantages` are the raw stream, before the mean is subtracted.
+  """
+  __slots__ = ()
+
+
+@gin.configurable
+class RecurrentDuelingQNetwork(network.Network):
+  """LSTM (or feed-forward) dueling Q network with previous action and reward.
+
+  Call with inputs shaped `[B, ...]` (one step; state advances one step) or
+  `[B, T, ...]` (a sequence unrolled from `network_state`). Returns
+  `(q_values, next_state)`, q_values `[B, A]` or `[B, T, A]`.
+  """
+
+  def __init__(self,
+               input_tensor_spec,
+               action_spec,
+               torso_fc_layer_params,
+               lstm_size,
+               dueling_fc_layer_params,
+               conv_layer_params=None,
+               name='RecurrentDuelingQNetwork'):
+    """Creates the network.
+
+    Args:
+      input_tensor_spec: dict from `make_input_spec`.
+      action_spec: scalar integer `BoundedTensorSpec`; A = max - min + 1.
+      torso_fc_layer_params: units of the dense layers after the conv stack
+        (images) or of the MLP (vectors). Paper, Atari: (512,).
+      lstm_size: LSTM units (paper: 512), or None for the feed-forward
+        baseline, whose state is `()`.
+      dueling_fc_layer_params: hidden units of each of the value and advantage
+        streams. Paper (following Ape-X's dueling head): (512,).
+      conv_layer_params: (filters, kernel, stride) triples for image
+        observations, e.g. `ATARI_CONV_LAYER_PARAMS`; must be None or empty
+        for vector observations.
+      name: network name.
+
+    Raises:
+      ValueError: if the specs do not have the layout described above.
+    """
+    action_spec = tensor_spec.from_spec(action_spec)
+    _check_input_spec(input_tensor_spec, action_spec)
+    observation_spec = input_tensor_spec[OBSERVATION_KEY]
+    is_image = observation_spec.shape.rank == 3
+    if is_image and not conv_layer_params:
+      raise ValueError(
+          'Image observations (rank 3, shape %s) need conv_layer_params, e.g. '
+          'ATARI_CONV_LAYER_PARAMS.' % (observation_spec.shape,))
+    if not is_image and conv_layer_params:
+      raise ValueError(
+          'conv_layer_params given for a vector observation of shape %s.' %
+          (observation_spec.shape,))
+    if lstm_size is not None and lstm_size < 1:
+      raise ValueError(f'lstm_size must be positive or None, got {lstm_size}.')
+
+    if lstm_size is None:
+      state_spec = ()
+    else:
+      # [h, c], the structure tf.keras.layers.LSTMCell uses for its state.
+      state_spec = [
+          tf.TensorSpec((lstm_size,), tf.float32, name='lstm_h'),
+          tf.TensorSpec((lstm_size,), tf.float32, name='lstm_c'),
+      ]
+    super().__init__(
+        input_tensor_spec=input_tensor_spec, state_spec=state_spec, name=name)
+
+    self._num_actions = int(action_spec.maximum - action_spec.minimum + 1)
+    self._action_minimum = int(action_spec.minimum)
+    self._scale_uint8 = observation_spec.dtype == tf.uint8
+
+    self._conv_layers = [
+        tf.keras.layers.Conv2D(
+            filters, kernel_size, strides=stride, activation='relu',
+            name=f'torso_conv_{i}')
+        for i, (filters, kernel_size, stride) in enumerate(
+            conv_layer_params or ())
+    ]
+    self._flatten = tf.keras.layers.Flatten()
+    self._torso_dense_layers = [
+        tf.keras.layers.Dense(units, activation='relu', name=f'torso_fc_{i}')
+        for i, units in enumerate(torso_fc_layer_params)
+    ]
+    if lstm_size is None:
+      self._lstm = None
+    else:
+      self._lstm = dynamic_unroll_layer.DynamicUnroll(
+          tf.keras.layers.LSTMCell(lstm_size), name='lstm')
+    self._value_layers = [
+        tf.keras.layers.Dense(units, activation='relu', name=f'value_fc_{i}')
+        for i, units in enumerate(dueling_fc_layer_params)
+    ] + [tf.keras.layers.Dense(1, name='value')]
+    self._advantage_layers = [
+        tf.keras.layers.Dense(units, activation='relu',
+                              name=f'advantage_fc_{i}')
+        for i, units in enumerate(dueling_fc_layer_params)
+    ] + [tf.keras.layers.Dense(self._num_actions, name='advantage')]
+
+  @property
+  def num_actions(self):
+    return self._num_actions
+
+  def call(self, inputs, step_type=None, network_state=(), training=False):
+    outputs, next_state = self.dueling_outputs(
+        inputs, step_type=step_type, network_state=network_state,
+        training=training)
+    return outputs.q_values, next_state
+
+  def dueling_outputs(self, inputs, step_type=None, network_state=(),
+                      training=False):
+    """Like `call`, but returns all dueling streams as `DuelingOutputs`."""
+    outer_rank = nest_utils.get_outer_rank(inputs, self.input_tensor_spec)
+    if outer_rank not in (1, 2):
+      raise ValueError(
+          'Inputs must be shaped [B, ...] or [B, T, ...]; got outer rank '
+          f'{outer_rank}.')
+    has_time_dim = outer_rank == 2
+    if not has_time_dim:
+      inputs = tf.nest.map_structure(lambda t: tf.expand_dims(t, 1), inputs)
+      if step_type is not None:
+        step_type = tf.expand_dims(step_type, 1)
+
+    is_first = None
+    if step_type is not None:
+      is_first = tf.equal(step_type, ts.StepType.FIRST)
+
+    features = self._torso(inputs[OBSERVATION_KEY], training)  # [B, T, F]
+    prev_action = tf.one_hot(
+        tf.cast(inputs[PREV_ACTION_KEY], tf.int32) - self._action_minimum,
+        self._num_actions, dtype=tf.float32)
+    prev_reward = tf.cast(inputs[PREV_REWARD_KEY], tf.float32)[..., None]
+    if is_first is not None:
+      prev_action = tf.where(is_first[..., None], 0.0, prev_action)
+      prev_reward = tf.where(is_first[..., None], 0.0, prev_reward)
+    core_inputs = tf.concat([features, prev_action, prev_reward], axis=-1)
+
+    if self._lstm is None:
+      core_outputs, next_state = core_inputs, ()
+    else:
+      if not tf.nest.flatten(network_state):
+        network_state = self.get_initial_state(tf.shape(core_inputs)[0])
+      core_outputs, next_state = self._lstm(
+          core_inputs, initial_state=network_state, reset_mask=is_first,
+          training=training)
+
+    value = core_outputs
+    for layer in self._value_layers:
+      value = layer(value, training=training)
+    advantages = core_outputs
+    for layer in self._advantage_layers:
+      advantages = layer(advantages, training=training)
+    # Subtracting the mean advantage (not the max) is the variant Wang et al.
+    # (2016) found more stable and the one R2D2 inherits from Ape-X.
+    q_values = value + advantages - tf.reduce_mean(
+        advantages, axis=-1, keepdims=True)
+    outputs = DuelingOutputs(
+        q_values=q_values, value=tf.squeeze(value, -1), advantages=advantages)
+
+    if not has_time_dim:
+      outputs = tf.nest.map_structure(lambda t: tf.squeeze(t, 1), outputs)
+    return outputs, next_state
+
+  def _torso(self, observation, training):
+    """Encodes `[B, T, *obs_shape]` observations into `[B, T, F]` features."""
+    batch_squash = network_utils.BatchSquash(2)
+    hidden = batch_squash.flatten(observation)
+    if self._scale_uint8:
+      hidden = tf.cast(hidden, tf.float32) / 255.0
+    else:
+      hidden = tf.cast(hidden, tf.float32)
+    for layer in self._conv_layers:
+      hidden = layer(hidden, training=training)
+    hidden = self._flatten(hidden)
+    for layer in self._torso_dense_layers:
+      hidden = layer(hidden, training=training)
+    return batch_squash.unflatten(hidden)
+
+
+def _check_input_spec(input_tensor_spec, action_spec):
+  """Raises ValueError unless the specs follow `make_input_spec`'s layout."""
+  expected_keys = {OBSERVATION_KEY, PREV_ACTION_KEY, PREV_REWARD_KEY}
+  if not isinstance(input_tensor_spec, dict) or set(
+      input_tensor_spec) != expected_keys:
+    raise ValueError(
+        'input_tensor_spec must be a dict with keys %s (see make_input_spec); '
+        'got %r.' % (sorted(expected_keys), input_tensor_spec))
+  if not (tensor_spec.is_bounded(action_spec) and
+          tensor_spec.is_discrete(action_spec) and action_spec.shape.rank == 0):
+    raise ValueError(
+        'action_spec must be a scalar bounded integer spec; got '
+        f'{action_spec}.')
+  prev_action_spec = input_tensor_spec[PREV_ACTION_KEY]
+  if not prev_action_spec.dtype.is_integer or prev_action_spec.shape.rank != 0:
+    raise ValueError('prev_action must be a scalar integer spec; got '
+                     f'{prev_action_spec}.')
+  prev_reward_spec = input_tensor_spec[PREV_REWARD_KEY]
+  if not prev_reward_spec.dtype.is_floating or prev_reward_spec.shape.rank != 0:
+    raise ValueError('prev_reward must be a scalar float spec; got '
+                     f'{prev_reward_spec}.')
+  observation_spec = input_tensor_spec[OBSERVATION_KEY]
+  if not isinstance(observation_spec, tf.TensorSpec) or (
+      observation_spec.shape.rank not in (1, 3)):
+    raise ValueError(
+        'observation must be a single TensorSpec of rank 1 (vector) or 3 '
+        f'(HWC image); got {observation_spec}.')
