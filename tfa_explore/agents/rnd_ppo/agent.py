@@ -345,8 +345,9 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
     return maths.prediction_error(predicted, target)
 
   def update_rnd_observation_normalizer(self, observations):
+    """Adds observations (any outer dims) to the RND input statistics."""
     rnd_input = tf.cast(self._rnd_observation_fn(observations), tf.float32)
-    return self._rnd_observation_normalizer.update(rnd_input)
+    self._rnd_observation_normalizer.update(rnd_input)
 
   def update_observation_normalizer(self, batched_observations):
     """Updates the policy's and the RND observation normalisers.
@@ -398,8 +399,9 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
     raw_intrinsic_rewards = tf.stop_gradient(
         self.intrinsic_reward(next_observations))
     if self._use_intrinsic_return_normalization:
-      with tf.control_dependencies([
-          self._intrinsic_return_normalizer.update(raw_intrinsic_rewards)]):
+      filtered_returns = self._intrinsic_return_normalizer.update(
+          raw_intrinsic_rewards)
+      with tf.control_dependencies([filtered_returns]):
         intrinsic_rewards = self._intrinsic_return_normalizer.normalize(
             raw_intrinsic_rewards)
     else:

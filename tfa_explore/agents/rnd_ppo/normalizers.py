@@ -77,20 +77,34 @@ class IntrinsicReturnNormalizer(tf.Module):
     self.filter_state = tf.Variable(
         tf.zeros([0], tf.float32), shape=tf.TensorShape([None]),
         trainable=False, name='intrinsic_return_filter_state')
+    self.filter_batch_size = tf.Variable(
+        0, dtype=tf.int32, trainable=False,
+        name='intrinsic_return_filter_batch_size')
 
   def update(self, rewards):
-    """Runs `[B, T]` rewards through the filter and updates the moments."""
+    """Runs `[B, T]` rewards through the filter and updates the moments.
+
+    Returns:
+      The filtered returns `[B, T]`.
+    """
     batch_size = tf.shape(rewards)[0]
+    stored = self.filter_state.read_value()
+    # A batch of another size (or the first batch) restarts the filter.
     state = tf.cond(
-        tf.equal(tf.size(self.filter_state), batch_size),
-        lambda: tf.identity(self.filter_state),
+        tf.equal(self.filter_batch_size, batch_size),
+        lambda: tf.reshape(stored, [batch_size]),
         lambda: tf.zeros([batch_size], tf.float32))
     filtered, final_state = maths.intrinsic_return_filter(
         rewards, state, self._gamma)
-    with tf.control_dependencies([final_state]):
-      assign = self.filter_state.assign(final_state)
-    with tf.control_dependencies([assign]):
-      return self._return_moments.update(filtered)
+    # The state is written only once the scan has consumed the old value.
+    with tf.control_dependencies([filtered]):
+      updates = [
+          self.filter_state.assign(final_state),
+          self.filter_batch_size.assign(batch_size),
+          self._return_moments.update(filtered),
+      ]
+    with tf.control_dependencies(updates):
+      return tf.identity(filtered)
 
   def normalize(self, rewards):
     """`r / sqrt(Var[R] + eps)`."""

@@ -1,0 +1,248 @@
+"""RndPPOAgent on a tiny fake environment: training, RND nets, saving."""
+
+import glob
+import os
+
+import numpy as np
+import tensorflow as tf
+from tf_agents.drivers import dynamic_step_driver
+from tf_agents.environments import batched_py_environment
+from tf_agents.environments import tf_py_environment
+from tf_agents.networks import actor_distribution_network
+from tf_agents.policies import policy_saver
+from tf_agents.replay_buffers import tf_uniform_replay_buffer
+from tf_agents.train.utils import spec_utils
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore import agents
+from tfa_explore import networks
+from tfa_explore.agents.rnd_ppo import agent as agent_lib
+from tfa_explore.testing import fake_envs
+
+NUM_ENVS = 4
+ROLLOUT_LENGTH = 7
+
+
+class _TestCase(tf.test.TestCase):
+  # tf.test.TestCase.test_session is a deprecated helper, not a test.
+  test_session = None
+
+
+def make_env():
+  # Envs 0, 1 terminate after 4 steps; envs 2, 3 are truncated after 3.
+  envs = [fake_envs.load_counting(seed=i, episode_length=4,
+                                  max_episode_steps=3 if i >= 2 else None)
+          for i in range(NUM_ENVS)]
+  return tf_py_environment.TFPyEnvironment(
+      batched_py_environment.BatchedPyEnvironment(envs, multithreading=False))
+
+
+def make_agent(env, seed=0, **kwargs):
+  tf.random.set_seed(seed)
+  observation_spec, action_spec, time_step_spec = spec_utils.get_tensor_specs(
+      env)
+  actor_net = actor_distribution_network.ActorDistributionNetwork(
+      observation_spec, action_spec, fc_layer_params=(16,))
+  value_net = networks.DualValueNetwork(observation_spec, fc_layer_params=(16,))
+  target_net, predictor_net = networks.rnd_mlp_networks(
+      observation_spec, torso_fc_layer_params=(16,),
+      predictor_fc_layer_params=(16,), output_dim=8)
+  settings = dict(num_epochs=2, num_minibatches=2,
+                  rnd_optimizer=tf.keras.optimizers.Adam(1e-2))
+  settings.update(kwargs)
+  return agents.RndPPOAgent(
+      time_step_spec, action_spec,
+      optimizer=tf.keras.optimizers.Adam(1e-3),
+      actor_net=actor_net, value_net=value_net,
+      rnd_target_net=target_net, rnd_predictor_net=predictor_net,
+      train_step_counter=tf.Variable(0, dtype=tf.int64), **settings)
+
+
+def collect(env, agent):
+  buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
+      agent.collect_data_spec, batch_size=env.batch_size,
+      max_length=ROLLOUT_LENGTH)
+  dynamic_step_driver.DynamicStepDriver(
+      env, agent.collect_policy, observers=[buffer.add_batch],
+      num_steps=env.batch_size * ROLLOUT_LENGTH).run()
+  return buffer.gather_all()
+
+
+def values_of(variables):
+  return [v.numpy().copy() for v in variables]
+
+
+class RndPPOAgentTest(_TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.env = make_env()
+    self.agent = make_agent(self.env)
+
+  def test_policy_info_carries_both_values(self):
+    info_spec = self.agent.collect_policy.info_spec
+    self.assertSameElements(
+        info_spec.keys(),
+        ['dist_params', 'value_prediction', 'intrinsic_value_prediction'])
+    experience = collect(self.env, self.agent)
+    self.assertEqual(experience.policy_info['intrinsic_value_prediction']
+                     .shape, (NUM_ENVS, ROLLOUT_LENGTH))
+    # Both truncation (discount 1 on LAST) and termination were collected.
+    last = experience.next_step_type.numpy() == ts.StepType.LAST
+    discounts = experience.discount.numpy()[last]
+    self.assertIn(0.0, discounts)
+    self.assertIn(1.0, discounts)
+
+  def test_train_step_runs_and_writes_summaries(self):
+    experience = collect(self.env, self.agent)
+    logdir = self.get_temp_dir()
+    writer = tf.summary.create_file_writer(logdir)
+    with writer.as_default():
+      loss_info = self.agent.train(experience)
+    writer.flush()
+    self.assertTrue(np.isfinite(loss_info.loss.numpy()))
+    self.assertGreater(float(loss_info.extra.predictor_loss), 0.0)
+    # 2 epochs x 2 minibatches = 4 gradient steps.
+    self.assertEqual(int(self.agent.train_step_counter), 4)
+    tags = set()
+    for path in glob.glob(os.path.join(logdir, 'events.*')):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        tags.update(value.tag for value in event.summary.value)
+    for tag in ['Intrinsic/reward_raw_mean', 'Intrinsic/reward_raw_std',
+                'Intrinsic/reward_raw_max', 'Intrinsic/reward_normalized_mean',
+                'Intrinsic/reward_normalized_std',
+                'Intrinsic/reward_normalized_max', 'Intrinsic/return_std',
+                'Losses/predictor_loss', 'Losses/extrinsic_value_loss',
+                'Losses/intrinsic_value_loss',
+                'Losses/explained_variance_extrinsic',
+                'Losses/explained_variance_intrinsic',
+                'Normalizers/rnd_observation_mean',
+                'Normalizers/rnd_observation_std']:
+      self.assertIn(tag, tags)
+
+  def test_train_under_tf_function(self):
+    train = tf.function(self.agent.train)
+    for _ in range(2):
+      loss_info = train(collect(self.env, self.agent))
+    self.assertTrue(np.isfinite(loss_info.loss.numpy()))
+    self.assertEqual(int(self.agent.train_step_counter), 8)
+
+  def test_gradients_reach_predictor_but_never_target(self):
+    self.assertEmpty(self.agent.rnd_target_net.trainable_variables)
+    observations = tf.random.normal([5, 1])
+    rnd_inputs = self.agent.rnd_inputs(observations)
+    target_variables = self.agent.rnd_target_net.variables
+    predictor_variables = self.agent.rnd_predictor_net.trainable_variables
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+      tape.watch(target_variables + predictor_variables)
+      targets, _ = self.agent.rnd_target_net(rnd_inputs)
+      loss = self.agent.predictor_loss(rnd_inputs, targets, tf.ones([5]))
+    target_grads, predictor_grads = tape.gradient(
+        loss, (target_variables, predictor_variables))
+    self.assertTrue(all(g is None for g in target_grads))
+    self.assertTrue(all(g is not None for g in predictor_grads))
+    self.assertGreater(
+        float(tf.linalg.global_norm(predictor_grads)), 0.0)
+
+  def test_target_fixed_and_predictor_trained_over_steps(self):
+    target_before = values_of(self.agent.rnd_target_net.variables)
+    predictor_before = values_of(self.agent.rnd_predictor_net.variables)
+    for _ in range(2):
+      self.agent.train(collect(self.env, self.agent))
+    for before, after in zip(target_before,
+                             values_of(self.agent.rnd_target_net.variables)):
+      self.assertAllEqual(before, after)
+    changed = [not np.array_equal(b, a) for b, a in zip(
+        predictor_before, values_of(self.agent.rnd_predictor_net.variables))]
+    self.assertTrue(all(changed))
+
+  def test_checkpoint_restores_rnd_nets_and_normalizers(self):
+    self.agent.train(collect(self.env, self.agent))
+    self.agent.train(collect(self.env, self.agent))
+
+    def state(agent):
+      return {
+          'target': agent.rnd_target_net.variables,
+          'predictor': agent.rnd_predictor_net.variables,
+          'rnd_obs': tf.nest.flatten(
+              agent.rnd_observation_normalizer.variables),
+          'returns': tf.nest.flatten(
+              agent.intrinsic_return_normalizer.variables),
+          'policy_obs': tf.nest.flatten(
+              agent.collect_policy.observation_normalizer.variables),
+      }
+
+    saved = {k: values_of(v) for k, v in state(self.agent).items()}
+    # One intrinsic-return filter entry per environment.
+    self.assertLen(
+        self.agent.intrinsic_return_normalizer.filter_state.numpy(), NUM_ENVS)
+    path = tf.train.Checkpoint(agent=self.agent).save(
+        os.path.join(self.get_temp_dir(), 'ckpt'))
+
+    other = make_agent(self.env, seed=7)
+    fresh = {k: values_of(v) for k, v in state(other).items()}
+    self.assertFalse(np.array_equal(fresh['target'][0], saved['target'][0]))
+    tf.train.Checkpoint(agent=other).restore(path).assert_existing_objects_matched()
+    restored = {k: values_of(v) for k, v in state(other).items()}
+    for key in saved:
+      self.assertLen(restored[key], len(saved[key]))
+      for a, b in zip(saved[key], restored[key]):
+        self.assertAllEqual(a, b, msg=key)
+
+  def test_policy_saver_round_trip(self):
+    self.agent.train(collect(self.env, self.agent))
+    for name, policy in (('collect', self.agent.collect_policy),
+                         ('greedy', self.agent.policy)):
+      path = os.path.join(self.get_temp_dir(), name)
+      policy_saver.PolicySaver(
+          policy, batch_size=None,
+          train_step=self.agent.train_step_counter).save(path)
+      loaded = tf.saved_model.load(path)
+      time_step = self.env.reset()
+      step = loaded.action(time_step)
+      self.assertEqual(step.action.shape, (NUM_ENVS,))
+      self.assertAllInSet(step.action.numpy(), [0, 1])
+      if name == 'collect':
+        expected, _ = self.agent.collect_policy.apply_value_network(
+            time_step.observation, time_step.step_type)
+        self.assertAllClose(step.info['intrinsic_value_prediction'],
+                            expected['intrinsic'], atol=1e-5)
+
+  def test_warm_up_updates_only_rnd_normalizer(self):
+    seen = agents.warm_up_observation_normalizer(
+        agent=self.agent, environment=self.env, num_steps=5)
+    self.assertEqual(seen, 5 * NUM_ENVS)
+    self.assertAllClose(self.agent.rnd_observation_normalizer.count(),
+                        [20.0])
+    # The policy's normaliser stays at its initial count (1e-8).
+    policy_count = self.agent.collect_policy.observation_normalizer.variables[0]
+    self.assertAllClose(policy_count, [0.0], atol=1e-6)
+
+  def test_intrinsic_only_advantage_is_intrinsic(self):
+    agent = make_agent(self.env, intrinsic_only=True)
+    processed = agent._preprocess(collect(self.env, agent))  # pylint: disable=protected-access
+    info = processed.policy_info
+    intrinsic_advantages = (info[agent_lib.INTRINSIC_RETURN] -
+                            info['intrinsic_value_prediction'])[:, :-1]
+    self.assertAllClose(info[agent_lib.ADVANTAGE][:, :-1],
+                        intrinsic_advantages, atol=1e-5)
+
+  def test_ablations_construct_and_train(self):
+    agent = make_agent(self.env, use_obs_normalization=False,
+                       use_intrinsic_return_normalization=False,
+                       non_episodic_intrinsic=False,
+                       predictor_update_proportion=1.0, num_minibatches=1)
+    loss_info = agent.train(collect(self.env, agent))
+    self.assertTrue(np.isfinite(loss_info.loss.numpy()))
+    # Without return normalisation the rewards pass through unchanged.
+    processed = agent._preprocess(collect(self.env, agent))  # pylint: disable=protected-access
+    self.assertAllClose(processed.policy_info[agent_lib.INTRINSIC_REWARD],
+                        processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
+
+  def test_rejects_bad_settings(self):
+    with self.assertRaisesRegex(ValueError, 'predictor_update_proportion'):
+      make_agent(self.env, predictor_update_proportion=0.0)
+
+
+if __name__ == '__main__':
+  tf.test.main()
