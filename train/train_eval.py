@@ -30,6 +30,5 @@ def main(argv):
 
 if __name__ == '__main__':
   # Parallel envs run in subprocesses that need the parsed gin config;
-  # TF-Agents' handle_main carries it over.
-  system_multiprocessing.handle_main(
-      main, extra_state_savers=[system_multiprocessing.GinStateSaver()])
+  # TF-Agents' handle_main (which also runs absl's app.run) carries it over.
+  system_multiprocessing.handle_main(main)

@@ -13,7 +13,6 @@ recent-return buffers), so re-running the same command on the same
 root_dir continues where the last checkpoint left off.
 """
 
-import functools
 import os
 import time
 from typing import Any, Callable, Dict, Optional
@@ -22,8 +21,6 @@ from absl import logging
 import gin
 import numpy as np
 import tensorflow as tf
-from tf_agents.environments import batched_py_environment
-from tf_agents.environments import parallel_py_environment
 from tf_agents.environments import py_environment
 from tf_agents.environments import tf_py_environment
 from tf_agents.eval import metric_utils
@@ -33,6 +30,7 @@ from tf_agents.replay_buffers import tf_uniform_replay_buffer
 from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
+from tfa_explore.environments import batched
 from tfa_explore.utils import files
 from tfa_explore.utils import summaries
 
@@ -49,25 +47,6 @@ OPERATIVE_CONFIG = 'operative_config.gin'
 
 # Eval envs get seeds far from the collect envs' seed + i.
 EVAL_SEED_OFFSET = 1_000_003
-
-
-def make_batched_env(env_loader: Callable[..., py_environment.PyEnvironment],
-                     num_envs: int, seed: int,
-                     parallel: bool = False) -> py_environment.PyEnvironment:
-  """`num_envs` copies of `env_loader(seed=seed + i)` as one batched env."""
-  try:
-    from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
-  except ImportError:
-    batched = None
-  if batched is not None:
-    return batched.make_batched_env(env_loader, num_envs, seed,
-                                    parallel=parallel)
-  constructors = [functools.partial(env_loader, seed=seed + i)
-                  for i in range(num_envs)]
-  if parallel:
-    return parallel_py_environment.ParallelPyEnvironment(constructors)
-  return batched_py_environment.BatchedPyEnvironment(
-      [make() for make in constructors], multithreading=False)
 
 
 def evaluate(policy_action, environment: tf_py_environment.TFPyEnvironment
@@ -176,10 +155,11 @@ def train_eval(
       os.path.join(root_dir, EVAL_DIR), flush_millis=10_000)
 
   collect_env = tf_py_environment.TFPyEnvironment(
-      make_batched_env(env_loader, num_envs, seed, parallel=parallel_envs))
+      batched.make_batched_env(env_loader, num_envs, seed,
+                                parallel=parallel_envs))
   eval_env = tf_py_environment.TFPyEnvironment(
-      make_batched_env(env_loader, num_eval_episodes,
-                       seed + EVAL_SEED_OFFSET))
+      batched.make_batched_env(env_loader, num_eval_episodes,
+                               seed + EVAL_SEED_OFFSET))
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
   agent = agent_fn(time_step_spec=collect_env.time_step_spec(),

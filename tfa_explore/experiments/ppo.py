@@ -61,6 +61,7 @@ def ppo_clip_agent(
     value_fc_layers: Sequence[int] = REQUIRED,
     conv_layer_params: Optional[Sequence[Tuple[int, int, int]]] = None,
     image_scale: float = 1.0 / 255.0,
+    learning_rate_decay_steps: Optional[int] = None,
     adam_epsilon: float = 1e-5,
     gradient_clipping: Optional[float] = None,
     value_clipping: Optional[float] = None,
@@ -86,6 +87,10 @@ def ppo_clip_agent(
     conv_layer_params: (filters, kernel, stride) conv layers before the MLPs,
       for image observations; None flattens the observation.
     image_scale: Multiplier applied after casting integer observations.
+    learning_rate_decay_steps: If set, the learning rate decays linearly to
+      0 over this many gradient steps (Adam updates: iterations x
+      num_epochs), as in PPO's Atari setting; the final policy then stops
+      drifting. None keeps it constant.
     adam_epsilon: Adam epsilon.
     gradient_clipping: Global norm clip of gradients; None for no clipping.
     value_clipping: PPO value-prediction clip; None for no clipping.
@@ -118,6 +123,12 @@ def ppo_clip_agent(
       conv_layer_params=conv,
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=tf.keras.activations.tanh)
+  if learning_rate_decay_steps:
+    # Keyed on the optimizer's own step counter, which the agent checkpoint
+    # includes, so a resumed run continues the schedule.
+    learning_rate = tf.keras.optimizers.schedules.PolynomialDecay(
+        learning_rate, decay_steps=int(learning_rate_decay_steps),
+        end_learning_rate=0.0, power=1.0)
   optimizer = tf.keras.optimizers.Adam(
       learning_rate=learning_rate, epsilon=adam_epsilon)
   agent = tfa_ppo_clip_agent.PPOClipAgent(

@@ -10,7 +10,6 @@ from the parsed config.
 import sys
 from typing import Callable, Optional, Sequence
 
-from absl import logging
 import gin
 
 # Registers the configurables gin files may name. Gin files also import
@@ -85,6 +84,5 @@ def main_or_exit(root_dir: str, gin_files: Sequence[str],
   try:
     run(root_dir, gin_files, gin_bindings)
   except ConfigError as e:
-    logging.error('%s', e)
     print(f'ERROR: {e}', file=sys.stderr)
     sys.exit(CONFIG_ERROR_EXIT_CODE)

@@ -1,0 +1,265 @@
+"""train/train_eval.py end to end, run as a subprocess like a user would.
+
+Short CartPole runs (a few hundred env steps) with the shipped gin file and
+smaller loop settings; checks the root_dir layout, TensorBoard tags, the
+saved policy, resume, a SIGKILL during training, and bad-gin errors.
+"""
+
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl.testing import absltest
+import numpy as np
+import tensorflow as tf
+# Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
+import tensorflow_probability  # pylint: disable=unused-import
+
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore.utils import files
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
+CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
+
+# Small loop: 4 envs x 32 steps = 128 driver steps per iteration.
+SMALL_LOOP = (
+    'on_policy.train_eval.num_envs = 4',
+    'on_policy.train_eval.rollout_length = 32',
+    'on_policy.train_eval.eval_interval = 256',
+    'on_policy.train_eval.num_eval_episodes = 2',
+    'on_policy.train_eval.checkpoint_interval = 256',
+    'on_policy.train_eval.log_interval = 128',
+    'ppo.ppo_clip_agent.num_epochs = 2',
+)
+
+
+def train_command(root_dir, gin_files=(CARTPOLE_GIN,), bindings=()):
+  command = [sys.executable, BINARY, f'--root_dir={root_dir}']
+  command += [f'--gin_file={path}' for path in gin_files]
+  command += [f'--gin_bindings={binding}' for binding in bindings]
+  return command
+
+
+def run_binary(root_dir, gin_files=(CARTPOLE_GIN,), bindings=(),
+               timeout=300):
+  return subprocess.run(
+      train_command(root_dir, gin_files, bindings), capture_output=True,
+      text=True, timeout=timeout, cwd=REPO_ROOT, check=False)
+
+
+def read_events(directory):
+  """{tag: [(step, value)]} of all event files in `directory`."""
+  events = {}
+  for path in sorted(glob.glob(os.path.join(directory, 'events.out.*'))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        tensor = tf.make_ndarray(value.tensor)
+        events.setdefault(value.tag, []).append((event.step, tensor))
+  return events
+
+
+def env_steps_logged(stderr):
+  return [int(m) for m in re.findall(r'env steps (\d+)/', stderr)]
+
+
+class TestCase(absltest.TestCase):
+
+  def make_dir(self):
+    path = tempfile.mkdtemp(prefix='tfa_explore_test_')
+    self.addCleanup(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+  def make_gin_file(self, name, text):
+    path = os.path.join(self.make_dir(), name)
+    with open(path, 'w') as f:
+      f.write(text)
+    return path
+
+
+class TrainEvalTest(TestCase):
+
+  def test_run_writes_layout_and_resumes(self):
+    root_dir = self.make_dir()
+    first = run_binary(root_dir, bindings=('NUM_ENV_STEPS = 300',) + SMALL_LOOP)
+    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+
+    # Operative config: written after the agent is built, so it records the
+    # agent's hyperparameters and the overridden macro.
+    with open(os.path.join(root_dir, 'operative_config.gin')) as f:
+      config = f.read()
+    self.assertIn('NUM_ENV_STEPS = 300', config)
+    self.assertIn('ppo_clip_agent.learning_rate = ', config)
+    self.assertIn('ppo_clip_agent.num_epochs = 2', config)
+    self.assertIn('train_eval.num_envs = 4', config)
+
+    train_events = read_events(os.path.join(root_dir, 'train'))
+    for tag in ('Metrics/AverageReturn', 'Metrics/AverageEpisodeLength',
+                'Metrics/EnvironmentSteps', 'Metrics/NumberOfEpisodes',
+                'Metrics/StepsPerSecond', 'Losses/total_loss',
+                # Written by the agent itself inside agent.train: proves the
+                # default summary writer is set around training.
+                'Losses/policy_gradient_loss', 'Losses/value_estimation_loss',
+                'operative_config'):
+      self.assertIn(tag, train_events)
+    eval_events = read_events(os.path.join(root_dir, 'eval'))
+    self.assertIn('Metrics/AverageReturn', eval_events)
+    self.assertIn('Metrics/AverageEpisodeLength', eval_events)
+    first_steps = [int(v) for _, v in train_events['Metrics/EnvironmentSteps']]
+    self.assertGreaterEqual(first_steps[-1], 300)
+    self.assertEqual(first_steps, sorted(first_steps))
+    # CartPole pays 1 per step: the greedy return equals the episode length.
+    _, eval_return = eval_events['Metrics/AverageReturn'][-1]
+    _, eval_length = eval_events['Metrics/AverageEpisodeLength'][-1]
+    self.assertGreaterEqual(float(eval_return), 8.0)
+    self.assertAlmostEqual(float(eval_return), float(eval_length))
+
+    # Progress lines with env steps, throughput, return and ETA.
+    self.assertRegex(first.stderr, r'env steps \d+/300 .* steps/s \| recent '
+                     r'return [\d.]+ .* ETA \d+:\d\d:\d\d')
+
+    checkpoint = tf.train.latest_checkpoint(
+        os.path.join(root_dir, 'checkpoints'))
+    self.assertEqual(checkpoint, os.path.join(
+        root_dir, 'checkpoints', f'ckpt-{first_steps[-1]}'))
+
+    # The greedy policy loads with plain TF (+ tfp's registered types), acts.
+    policy = tf.saved_model.load(
+        os.path.join(root_dir, 'policies', 'greedy_policy'))
+    time_step = tf.nest.map_structure(
+        tf.convert_to_tensor,
+        {'step_type': np.zeros([3], np.int32),
+         'reward': np.zeros([3], np.float32),
+         'discount': np.ones([3], np.float32),
+         'observation': np.array([[0.0, 0.0, 0.1, 0.0],
+                                  [0.0, 0.0, -0.1, 0.0],
+                                  [0.0, 0.5, 0.0, 0.0]], np.float32)})
+    action = policy.action(ts.TimeStep(**time_step), ()).action.numpy()
+    self.assertEqual(action.shape, (3,))
+    self.assertTrue(set(action.tolist()) <= {0, 1})
+    self.assertTrue(os.path.isdir(
+        os.path.join(root_dir, 'policies', 'collect_policy')))
+    # No temporary export directories are left behind.
+    self.assertEqual(
+        [p for p in os.listdir(os.path.join(root_dir, 'policies'))
+         if p.startswith('.')], [])
+
+    # Same command, larger budget: continues from the checkpoint.
+    second = run_binary(root_dir, bindings=('NUM_ENV_STEPS = 600',) +
+                        SMALL_LOOP)
+    self.assertEqual(second.returncode, 0, second.stderr[-3000:])
+    self.assertIn(f'Resumed from {checkpoint} at {first_steps[-1]} env steps',
+                  second.stderr)
+    logged = env_steps_logged(second.stderr)
+    self.assertGreater(logged[0], first_steps[-1])
+    self.assertLess(logged[0], first_steps[-1] + 128)
+    self.assertGreaterEqual(logged[-1], 600)
+    train_events = read_events(os.path.join(root_dir, 'train'))
+    steps = [int(v) for _, v in train_events['Metrics/EnvironmentSteps']]
+    self.assertEqual(steps, sorted(steps))
+    # The train step (gradient steps, 2 per iteration) also continued.
+    train_steps = [s for s, _ in train_events['Losses/total_loss']]
+    self.assertEqual(train_steps, sorted(train_steps))
+    self.assertEqual(len(set(train_steps)), len(train_steps))
+
+  def test_sigkill_then_resume(self):
+    root_dir = self.make_dir()
+    # Checkpoint and export every iteration so a kill is likely to land
+    # during a checkpoint or policy write.
+    bindings = ('NUM_ENV_STEPS = 1000000',) + SMALL_LOOP + (
+        'on_policy.train_eval.checkpoint_interval = 128',
+        'on_policy.train_eval.eval_interval = 100000')
+    process = subprocess.Popen(
+        train_command(root_dir, bindings=bindings), cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+      state_file = os.path.join(root_dir, 'checkpoints', 'checkpoint')
+      deadline = time.time() + 240
+      while time.time() < deadline and process.poll() is None:
+        if (os.path.exists(state_file) and
+            len(glob.glob(os.path.join(root_dir, 'checkpoints',
+                                       '*.index'))) >= 2):
+          break
+        time.sleep(0.05)
+      self.assertIsNone(process.poll(), 'training exited early')
+      self.assertLess(time.time(), deadline, 'no checkpoint written in time')
+      time.sleep(0.37)  # Land somewhere inside the next iterations.
+      process.send_signal(signal.SIGKILL)
+      process.wait(timeout=30)
+    finally:
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+      process.stderr.close()
+    self.assertEqual(process.returncode, -signal.SIGKILL)
+
+    checkpoint = tf.train.latest_checkpoint(
+        os.path.join(root_dir, 'checkpoints'))
+    self.assertIsNotNone(checkpoint)
+    killed_at = int(checkpoint.rsplit('-', 1)[1])
+    reader = tf.train.load_checkpoint(checkpoint)  # Complete and readable.
+    self.assertNotEmpty(reader.get_variable_to_shape_map())
+    tf.saved_model.load(files.previous_export(
+        os.path.join(root_dir, 'policies', 'greedy_policy')))
+
+    resumed = run_binary(root_dir, bindings=(
+        f'NUM_ENV_STEPS = {killed_at + 200}',) + SMALL_LOOP)
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    self.assertIn(f'Resumed from {checkpoint} at {killed_at} env steps',
+                  resumed.stderr)
+    self.assertGreater(env_steps_logged(resumed.stderr)[0], killed_at)
+    self.assertGreater(
+        int(tf.train.latest_checkpoint(
+            os.path.join(root_dir, 'checkpoints')).rsplit('-', 1)[1]),
+        killed_at)
+
+
+class BadConfigTest(TestCase):
+  """Bad gin exits with code 2 and gin's message, not a traceback."""
+
+  def assert_config_error(self, result, *expected):
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertNotIn('Traceback', result.stderr)
+    for text in expected:
+      self.assertIn(text, result.stderr)
+
+  def test_unknown_parameter_in_file(self):
+    with open(CARTPOLE_GIN) as f:
+      text = f.read()
+    bad_gin = self.make_gin_file(
+        'bad.gin', text + '\nppo.ppo_clip_agent.learning_rat = 0.1\n')
+    result = run_binary(self.make_dir(),
+                        gin_files=(bad_gin,))
+    self.assert_config_error(result, 'learning_rat', bad_gin)
+
+  def test_unknown_parameter_in_binding(self):
+    result = run_binary(self.make_dir(),
+                        bindings=('on_policy.train_eval.num_env_stepz = 5',))
+    self.assert_config_error(result, 'num_env_stepz')
+
+  def test_missing_required_value(self):
+    with open(CARTPOLE_GIN) as f:
+      text = f.read()
+    bad_gin = self.make_gin_file('no_lr.gin', re.sub(
+        r'(?m)^ppo\.ppo_clip_agent\.learning_rate.*$', '', text))
+    result = run_binary(self.make_dir(),
+                        gin_files=(bad_gin,),
+                        bindings=('NUM_ENV_STEPS = 100',))
+    self.assert_config_error(result, 'learning_rate', 'ppo_clip_agent',
+                             bad_gin)
+
+  def test_missing_gin_file(self):
+    missing = os.path.join(self.make_dir(), 'nope.gin')
+    result = run_binary(self.make_dir(), gin_files=(missing,))
+    self.assert_config_error(result, 'nope.gin')
+
+
+if __name__ == '__main__':
+  absltest.main()
