@@ -16,13 +16,17 @@ import tempfile
 import time
 
 from absl.testing import absltest
+import gin
 import numpy as np
 import tensorflow as tf
 # Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
 import tensorflow_probability  # pylint: disable=unused-import
 
+from tf_agents.agents.ppo import ppo_clip_agent
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.experiments import ppo
+from tfa_explore.experiments import runner
 from tfa_explore.utils import files
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -219,6 +223,66 @@ class TrainEvalTest(TestCase):
         int(tf.train.latest_checkpoint(
             os.path.join(root_dir, 'checkpoints')).rsplit('-', 1)[1]),
         killed_at)
+
+
+PRE_TRAINING_CALLS = []
+
+
+@gin.configurable(module='test_train_eval')
+def record_pre_training(agent, environment):
+  PRE_TRAINING_CALLS.append((agent, environment.batch_size))
+
+
+class MarkerAgent(ppo_clip_agent.PPOClipAgent):
+  """Writes a summary without writer or step, like an agent's own code."""
+
+  def _train(self, experience, weights):
+    tf.summary.scalar('Custom/marker', 1.0)
+    return super()._train(experience, weights)
+
+
+@gin.configurable(module='test_train_eval')
+def marker_agent(time_step_spec, action_spec, train_step_counter):
+  return ppo.ppo_clip_agent(time_step_spec, action_spec, train_step_counter,
+                            agent_class=MarkerAgent)
+
+
+class HooksTest(TestCase):
+  """In-process: pre_training_fn and agent summaries with default step."""
+
+  def tearDown(self):
+    gin.clear_config()
+    super().tearDown()
+
+  def run_in_process(self, root_dir, num_env_steps):
+    gin.clear_config()
+    return runner.run(root_dir, [CARTPOLE_GIN], [
+        f'NUM_ENV_STEPS = {num_env_steps}',
+        'on_policy.train_eval.agent_fn = @test_train_eval.marker_agent',
+        'on_policy.train_eval.pre_training_fn = '
+        '@test_train_eval.record_pre_training',
+        'on_policy.train_eval.num_eval_episodes = 1',
+    ] + list(SMALL_LOOP[:2]) + ['ppo.ppo_clip_agent.num_epochs = 1'])
+
+  def test_pre_training_once_and_agent_summaries(self):
+    del PRE_TRAINING_CALLS[:]
+    root_dir = self.make_dir()
+    result = self.run_in_process(root_dir, 100)
+    self.assertLen(PRE_TRAINING_CALLS, 1)
+    self.assertEqual(PRE_TRAINING_CALLS[0][1], 4)  # The batched collect env.
+    self.assertGreaterEqual(result['EnvironmentSteps'], 100)
+    self.assertIn('AverageReturn', result)
+    # Resume: not called again.
+    self.run_in_process(root_dir, 200)
+    self.assertLen(PRE_TRAINING_CALLS, 1)
+
+    train_events = read_events(os.path.join(root_dir, 'train'))
+    marker_steps = [step for step, _ in train_events['Custom/marker']]
+    env_steps = [int(v) for _, v in train_events['Metrics/EnvironmentSteps']]
+    # One marker per iteration, at the env step count when train started,
+    # i.e. the env steps of the iteration's summaries.
+    self.assertLen(marker_steps, len(env_steps))
+    self.assertEqual(marker_steps, env_steps)
 
 
 class BadConfigTest(TestCase):

@@ -5,7 +5,7 @@ specs and the train step counter the loop owns, and every hyperparameter
 that changes results is `gin.REQUIRED`, so each gin file states it.
 """
 
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple, Type
 
 import gin
 import tensorflow as tf
@@ -66,6 +66,8 @@ def ppo_clip_agent(
     gradient_clipping: Optional[float] = None,
     value_clipping: Optional[float] = None,
     debug_summaries: bool = False,
+    agent_class: Type[tfa_ppo_clip_agent.PPOClipAgent] = (
+        tfa_ppo_clip_agent.PPOClipAgent),
 ) -> tfa_ppo_clip_agent.PPOClipAgent:
   """Builds and initializes a PPOClipAgent (GAE, greedy eval policy).
 
@@ -95,6 +97,8 @@ def ppo_clip_agent(
     gradient_clipping: Global norm clip of gradients; None for no clipping.
     value_clipping: PPO value-prediction clip; None for no clipping.
     debug_summaries: TF-Agents' histograms of advantages, actions, etc.
+    agent_class: PPOClipAgent or a subclass with the same constructor
+      arguments (variants that override `_train` or `_loss`).
 
   Returns:
     An initialized PPOClipAgent.
@@ -131,7 +135,7 @@ def ppo_clip_agent(
         end_learning_rate=0.0, power=1.0)
   optimizer = tf.keras.optimizers.Adam(
       learning_rate=learning_rate, epsilon=adam_epsilon)
-  agent = tfa_ppo_clip_agent.PPOClipAgent(
+  agent = agent_class(
       time_step_spec,
       action_spec,
       optimizer=optimizer,
