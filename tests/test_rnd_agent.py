@@ -38,6 +38,7 @@ def make_env():
 
 
 def make_agent(env, seed=0, **kwargs):
+  """A small RndPPOAgent for `env` (a TF or Py environment)."""
   tf.random.set_seed(seed)
   observation_spec, action_spec, time_step_spec = spec_utils.get_tensor_specs(
       env)
@@ -48,14 +49,15 @@ def make_agent(env, seed=0, **kwargs):
       observation_spec, torso_fc_layer_params=(16,),
       predictor_fc_layer_params=(16,), output_dim=8)
   settings = dict(num_epochs=2, num_minibatches=2,
-                  rnd_optimizer=tf.keras.optimizers.Adam(1e-2))
+                  rnd_optimizer=tf.keras.optimizers.Adam(1e-2),
+                  train_step_counter=tf.Variable(0, dtype=tf.int64))
   settings.update(kwargs)
   return agents.RndPPOAgent(
       time_step_spec, action_spec,
       optimizer=tf.keras.optimizers.Adam(1e-3),
       actor_net=actor_net, value_net=value_net,
       rnd_target_net=target_net, rnd_predictor_net=predictor_net,
-      train_step_counter=tf.Variable(0, dtype=tf.int64), **settings)
+      **settings)
 
 
 def collect(env, agent):

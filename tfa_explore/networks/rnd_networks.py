@@ -60,23 +60,27 @@ class RndNetwork(network.Network):
     if tf.nest.is_nested(input_tensor_spec):
       raise ValueError('RndNetwork takes a single tensor input, got '
                        f'{input_tensor_spec}.')
-    # Orthogonal init with gain sqrt(2), as in the paper's code release.
-    initializer = tf.keras.initializers.Orthogonal(gain=math.sqrt(2.0))
+    # Orthogonal init with gain sqrt(2), as in the paper's code release. A
+    # fresh initializer per layer: an unseeded Keras initializer instance
+    # returns the same values on every call.
+    def initializer():
+      return tf.keras.initializers.Orthogonal(gain=math.sqrt(2.0))
+
     leaky_relu = tf.nn.leaky_relu
     layers = []
     for filters, kernel_size, stride in conv_layer_params:
       layers.append(tf.keras.layers.Conv2D(
           filters, kernel_size, strides=stride, activation=leaky_relu,
-          kernel_initializer=initializer, trainable=trainable))
+          kernel_initializer=initializer(), trainable=trainable))
     if conv_layer_params or len(input_tensor_spec.shape) > 1:
       layers.append(tf.keras.layers.Flatten())
     for units in torso_fc_layer_params:
       layers.append(tf.keras.layers.Dense(
-          units, activation=leaky_relu, kernel_initializer=initializer,
+          units, activation=leaky_relu, kernel_initializer=initializer(),
           trainable=trainable))
     for units in head_fc_layer_params:
       layers.append(tf.keras.layers.Dense(
-          units, activation=tf.nn.relu, kernel_initializer=initializer,
+          units, activation=tf.nn.relu, kernel_initializer=initializer(),
           trainable=trainable))
     layers.append(tf.keras.layers.Dense(
         output_dim, activation=None,
