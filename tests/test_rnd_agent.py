@@ -241,6 +241,24 @@ class RndPPOAgentTest(_TestCase):
     self.assertAllClose(processed.policy_info[agent_lib.INTRINSIC_REWARD],
                         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
 
+  def test_rnd_networks_fn_builds_the_pair(self):
+    observation_spec, action_spec, time_step_spec = (
+        spec_utils.get_tensor_specs(self.env))
+    agent = agents.RndPPOAgent(
+        time_step_spec, action_spec,
+        optimizer=tf.keras.optimizers.Adam(1e-3),
+        actor_net=actor_distribution_network.ActorDistributionNetwork(
+            observation_spec, action_spec, fc_layer_params=(8,)),
+        value_net=networks.DualValueNetwork(observation_spec,
+                                            fc_layer_params=(8,)),
+        rnd_networks_fn=lambda spec: networks.rnd_mlp_networks(
+            spec, torso_fc_layer_params=(8,), predictor_fc_layer_params=(8,),
+            output_dim=4),
+        num_minibatches=2, train_step_counter=tf.Variable(0, tf.int64))
+    self.assertEqual(agent.rnd_predictor_net.output_dim, 4)
+    self.assertTrue(np.isfinite(
+        agent.train(collect(self.env, agent)).loss.numpy()))
+
   def test_rejects_bad_settings(self):
     with self.assertRaisesRegex(ValueError, 'predictor_update_proportion'):
       make_agent(self.env, predictor_update_proportion=0.0)

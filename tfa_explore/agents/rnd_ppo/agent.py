@@ -23,7 +23,7 @@ Parent fields read here (all set from this constructor's own arguments,
 """
 
 import collections
-from typing import Callable, Optional, Text
+from typing import Callable, Optional, Text, Tuple
 
 import gin
 import tensorflow as tf
@@ -87,6 +87,9 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
       rnd_target_net: Optional[network.Network] = None,
       rnd_predictor_net: Optional[network.Network] = None,
       rnd_optimizer: Optional[types.Optimizer] = None,
+      rnd_networks_fn: Optional[Callable[[tf.TensorSpec],
+                                         Tuple[network.Network,
+                                               network.Network]]] = None,
       rnd_observation_fn: Optional[Callable[[types.NestedTensor],
                                             types.Tensor]] = None,
       extrinsic_advantage_coef: types.Float = 2.0,
@@ -138,6 +141,9 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
       rnd_predictor_net: Trained RND network with the same output size.
       rnd_optimizer: Optimizer of the predictor; default Adam(1e-4) as in the
         paper.
+      rnd_networks_fn: Alternative to passing both RND networks (handy in
+        gin): called with the RND input spec, returns `(target, predictor)`,
+        e.g. `tfa_explore.networks.rnd_mlp_networks` or `rnd_conv_networks`.
       rnd_observation_fn: Maps an observation (nest) to the single RND input
         tensor, e.g. `tfa_explore.networks.last_frame` for frame stacks.
         Default: the observation itself.
@@ -189,6 +195,15 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
       train_step_counter: Counter incremented per gradient step.
       name: Agent name.
     """
+    self._rnd_observation_fn = rnd_observation_fn or (lambda obs: obs)
+    if rnd_observation_fn is None and tf.nest.is_nested(
+        time_step_spec.observation):
+      raise ValueError('Nested observations need an rnd_observation_fn that '
+                       'picks the single RND input tensor.')
+    rnd_input_spec = self._rnd_input_spec(time_step_spec.observation)
+    if rnd_target_net is None and rnd_predictor_net is None and (
+        rnd_networks_fn is not None):
+      rnd_target_net, rnd_predictor_net = rnd_networks_fn(rnd_input_spec)
     for net_name, net in (('actor_net', actor_net), ('value_net', value_net),
                           ('rnd_target_net', rnd_target_net),
                           ('rnd_predictor_net', rnd_predictor_net)):
@@ -199,10 +214,6 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
                        f'{predictor_update_proportion}.')
     if num_minibatches < 1 or num_epochs < 1:
       raise ValueError('num_epochs and num_minibatches must be >= 1.')
-    if rnd_observation_fn is None and tf.nest.is_nested(
-        time_step_spec.observation):
-      raise ValueError('Nested observations need an rnd_observation_fn that '
-                       'picks the single RND input tensor.')
 
     super().__init__(
         time_step_spec,
@@ -289,8 +300,6 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
     self._predictor_update_proportion = float(predictor_update_proportion)
     self._num_minibatches = num_minibatches
 
-    self._rnd_observation_fn = rnd_observation_fn or (lambda obs: obs)
-    rnd_input_spec = self._rnd_input_spec(time_step_spec.observation)
     self._rnd_target_net = rnd_target_net
     self._rnd_predictor_net = rnd_predictor_net
     target_spec = rnd_target_net.create_variables(rnd_input_spec)
