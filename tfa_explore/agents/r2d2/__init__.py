@@ -1,5 +1,19 @@
 """R2D2 (Kapturowski et al. 2019): recurrent replay distributed DQN.
 
-`losses` holds the pure maths of the learner (value rescaling, n-step
-double-Q targets, sequence priorities, importance weights, the TD loss).
+* `config.SequenceConfig`: burn-in, trace, replay period; the sequence
+  length and stride every other part uses.
+* `losses`: the pure maths of the learner (value rescaling, n-step
+  double-Q targets, sequence priorities, importance weights, the TD loss).
+* `learning`: stored-state unroll with burn-in, step masks, TD errors of a
+  sequence (shared by learner and actors' initial priorities).
+* `policy`: greedy policy that stores its recurrent state and previous
+  action/reward in policy info; epsilon-greedy collect policy; the actors'
+  epsilon schedule.
+* `agent.R2D2Agent`; `summaries`: its TensorBoard tags.
 """
+
+from tfa_explore.agents.r2d2.agent import PrioritizedSequences
+from tfa_explore.agents.r2d2.agent import R2D2Agent
+from tfa_explore.agents.r2d2.agent import R2D2LossInfo
+from tfa_explore.agents.r2d2.config import SequenceConfig
+from tfa_explore.agents.r2d2.policy import actor_epsilon

@@ -1,0 +1,370 @@
+"""R2D2 agent (Kapturowski et al. 2019) as a TF-Agents `TFAgent`.
+
+Training input. `train(experience)` takes either
+
+* a `PrioritizedSequences(trajectory, sample_info)`: `[B, T]` trajectories
+  and Reverb's `SampleInfo` (`[B]` keys, probabilities, table sizes). The
+  probabilities give the importance weights, and `LossInfo.extra.priorities`
+  holds the new priority of every sampled sequence, to be written back by
+  key (`replay.priority_updater.PriorityUpdater`). `replay.replay_dataset`
+  builds such a dataset from a stock `ReverbReplayBuffer`, in the
+  `(experience, sample_info)` pairs the stock `Learner` expects; or
+* a plain `[B, T]` `Trajectory` (uniform replay: all weights 1).
+
+with `T = sequence_config.sequence_length`. The collect policy's info holds
+the recurrent state and the previous action and reward (see `policy.py`).
+
+Learner step: unroll online and target networks from the stored state,
+burning in `burn_in_steps` without gradient; rescaled n-step double-Q
+targets; importance-weighted squared TD loss over the trace's valid steps;
+priorities 0.9 max + 0.1 mean |delta|; copy the target network every
+`target_update_period` steps.
+"""
+
+import collections
+
+import gin
+import tensorflow as tf
+from tf_agents.agents import tf_agent
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import trajectory as trajectory_lib
+from tf_agents.utils import common
+from tf_agents.utils import eager_utils
+
+from tfa_explore.agents.r2d2 import config as r2d2_config
+from tfa_explore.agents.r2d2 import learning
+from tfa_explore.agents.r2d2 import losses
+from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.agents.r2d2 import summaries
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
+
+
+class PrioritizedSequences(
+    collections.namedtuple('PrioritizedSequences',
+                           ['trajectory', 'sample_info'])):
+  """A batch of replayed sequences with Reverb's `SampleInfo`."""
+  __slots__ = ()
+
+
+class R2D2LossInfo(
+    collections.namedtuple('R2D2LossInfo', [
+        'td_loss', 'priorities', 'importance_weights', 'q_mean', 'q_max',
+        'target_mean', 'abs_td_error_mean', 'valid_fraction'
+    ])):
+  """`LossInfo.extra` of `R2D2Agent`.
+
+  Fields:
+    td_loss: scalar importance-weighted TD loss.
+    priorities: `[B]` new priority of each sequence (before the exponent of
+      the Reverb selector), from the TD errors BEFORE this step's update.
+    importance_weights: `[B]` weights used in the loss.
+    q_mean, q_max: online Q(s_t, a_t) over valid trace steps.
+    target_mean: y_t over valid trace steps.
+    abs_td_error_mean: |delta_t| over valid trace steps.
+    valid_fraction: share of trace steps with a target (padding, episode
+      ends and the bootstrap step have none).
+  """
+  __slots__ = ()
+
+
+def check_action_spec(action_spec):
+  """Raises ValueError naming the spec unless it is one discrete scalar."""
+  flat = tf.nest.flatten(action_spec)
+  spec = flat[0] if len(flat) == 1 else None
+  if spec is None or not (tensor_spec.is_bounded(spec) and
+                          tensor_spec.is_discrete(spec) and
+                          spec.shape.rank == 0):
+    raise ValueError(
+        'R2D2Agent needs a single scalar bounded discrete (integer) action '
+        f'spec; got action_spec={action_spec}.')
+  return spec
+
+
+def specs_match(specs, expected_specs):
+  """Same nest structure, shapes and dtypes (names may differ)."""
+  try:
+    tf.nest.assert_same_structure(specs, expected_specs)
+  except (ValueError, TypeError):
+    return False
+  return all(
+      spec.shape == expected.shape and spec.dtype == expected.dtype
+      for spec, expected in zip(tf.nest.flatten(specs),
+                                tf.nest.flatten(expected_specs)))
+
+
+def per_sequence_sample_info(sample_info):
+  """`SampleInfo` with `[B]` fields.
+
+  Reverb's trajectory datasets repeat the item's info at every step
+  (`[B, T]`); it is the same along T.
+  """
+  def first_step(x):
+    x = tf.convert_to_tensor(x)
+    return x[:, 0] if x.shape.rank == 2 else x
+  return tf.nest.map_structure(first_step, sample_info)
+
+
+def split_experience(experience):
+  """(trajectory, sample_info or None) of a `train` input."""
+  if isinstance(experience, trajectory_lib.Trajectory):
+    return experience, None
+  if isinstance(experience, PrioritizedSequences) or (
+      isinstance(experience, tuple) and len(experience) == 2 and
+      isinstance(experience[0], trajectory_lib.Trajectory)):
+    return experience[0], experience[1]
+  raise TypeError(
+      'R2D2Agent.train expects a Trajectory or PrioritizedSequences('
+      f'trajectory, sample_info); got {type(experience).__name__}.')
+
+
+@gin.configurable
+class R2D2Agent(tf_agent.TFAgent):
+  """Recurrent replay distributed DQN; see the module docstring."""
+
+  def __init__(self,
+               time_step_spec,
+               action_spec,
+               q_network,
+               optimizer,
+               sequence_config=None,
+               n_step=5,
+               gamma=0.997,
+               target_update_period=2500,
+               importance_sampling_exponent=0.6,
+               priority_max_weight=0.9,
+               rescale_values=True,
+               value_rescale_epsilon=1e-3,
+               use_stored_state=True,
+               huber_delta=None,
+               gradient_clipping=None,
+               collect_epsilon=0.4,
+               debug_summaries=False,
+               summarize_grads_and_vars=False,
+               train_step_counter=None,
+               name=None):
+    """Creates the agent.
+
+    Args:
+      time_step_spec: `TimeStep` spec of the (unwrapped) environment.
+      action_spec: scalar bounded integer spec.
+      q_network: `RecurrentDuelingQNetwork` whose input spec is
+        `make_input_spec(time_step_spec.observation, action_spec)`.
+      optimizer: a `tf.keras.optimizers.Optimizer` (paper: Adam, lr 1e-4,
+        epsilon 1e-3).
+      sequence_config: `SequenceConfig`; None gives the paper's (burn-in 40,
+        trace 80, period 40). Must be the one the writer used.
+      n_step: n of the n-step targets (paper: 5).
+      gamma: discount (paper: 0.997).
+      target_update_period: learner steps between target network copies
+        (paper: 2500).
+      importance_sampling_exponent: beta of the importance weights (paper:
+        0.6).
+      priority_max_weight: eta of p = eta max|delta| + (1 - eta) mean|delta|
+        (paper: 0.9).
+      rescale_values: use value rescaling h (paper: yes).
+      value_rescale_epsilon: eps of h (paper: 1e-3).
+      use_stored_state: start replay unrolls from the stored state (paper);
+        False gives the zero-state ablation.
+      huber_delta: None for the squared TD loss, or a Huber delta.
+      gradient_clipping: None or a global-norm clip (paper: 40, from the
+        Ape-X setup).
+      collect_epsilon: epsilon of `collect_policy` (actor 0 of the paper's
+        schedule: 0.4). Distributed actors use `actor_collect_policy`.
+      debug_summaries: write Q/ and Replay/ summaries.
+      summarize_grads_and_vars: also gradient and variable histograms.
+      train_step_counter: optional counter, incremented every train step.
+      name: agent name.
+
+    Raises:
+      ValueError: for a non-discrete action spec, a network whose input spec
+        does not match the specs, or bad hyperparameters.
+    """
+    tf.Module.__init__(self, name=name)
+    time_step_spec = tensor_spec.from_spec(time_step_spec)
+    action_spec = check_action_spec(tensor_spec.from_spec(action_spec))
+    if optimizer is None:
+      raise ValueError('R2D2Agent needs an optimizer.')
+    expected_input_spec = rdqn.make_input_spec(
+        time_step_spec.observation, action_spec,
+        reward_dtype=time_step_spec.reward.dtype)
+    if not specs_match(q_network.input_tensor_spec, expected_input_spec):
+      raise ValueError(
+          'q_network.input_tensor_spec must be make_input_spec('
+          'time_step_spec.observation, action_spec) = '
+          f'{expected_input_spec}; got {q_network.input_tensor_spec}.')
+    sequence_config = sequence_config or r2d2_config.SequenceConfig()
+    if n_step < 1:
+      raise ValueError(f'n_step must be >= 1, got {n_step}.')
+    if target_update_period < 1:
+      raise ValueError(
+          f'target_update_period must be >= 1, got {target_update_period}.')
+
+    self._q_network = q_network
+    q_network.create_variables()
+    self._target_q_network = common.maybe_copy_target_network_with_checks(
+        q_network, None, 'TargetQNetwork')
+    self._optimizer = optimizer
+    self._sequence_config = sequence_config
+    self._n_step = n_step
+    self._gamma = gamma
+    self._target_update_period = target_update_period
+    self._importance_sampling_exponent = importance_sampling_exponent
+    self._priority_max_weight = priority_max_weight
+    self._rescale_values = rescale_values
+    self._value_rescale_epsilon = value_rescale_epsilon
+    self._use_stored_state = use_stored_state
+    self._huber_delta = huber_delta
+    self._gradient_clipping = gradient_clipping
+    self._action_minimum = int(action_spec.minimum)
+
+    policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec, q_network)
+    collect_policy = r2d2_policy.R2D2CollectPolicy(policy, collect_epsilon)
+    super().__init__(
+        time_step_spec,
+        action_spec,
+        policy,
+        collect_policy,
+        train_sequence_length=sequence_config.sequence_length,
+        debug_summaries=debug_summaries,
+        summarize_grads_and_vars=summarize_grads_and_vars,
+        train_step_counter=train_step_counter)
+
+  @property
+  def sequence_config(self):
+    return self._sequence_config
+
+  @property
+  def q_network(self):
+    return self._q_network
+
+  @property
+  def target_q_network(self):
+    return self._target_q_network
+
+  def actor_collect_policy(self, actor_index, num_actors):
+    """Epsilon-greedy policy of actor `actor_index` of `num_actors`."""
+    return r2d2_policy.R2D2CollectPolicy(
+        self.policy, r2d2_policy.actor_epsilon(actor_index, num_actors))
+
+  def _initialize(self):
+    common.soft_variables_update(
+        self._q_network.variables, self._target_q_network.variables, tau=1.0)
+
+  def _update_target(self):
+    return common.soft_variables_update(
+        self._q_network.variables, self._target_q_network.variables,
+        tau=1.0, tau_non_trainable=1.0)
+
+  def _td_errors(self, trajectory, online_network, target_network, training):
+    config = self._sequence_config
+    return learning.sequence_td_errors(
+        online_network, target_network, trajectory,
+        burn_in_steps=config.burn_in_steps,
+        n_step=self._n_step,
+        gamma=self._gamma,
+        use_stored_state=self._use_stored_state,
+        rescale_values=self._rescale_values,
+        rescale_epsilon=self._value_rescale_epsilon,
+        action_minimum=self._action_minimum,
+        training=training)
+
+  def _check_sequence_length(self, trajectory):
+    length = tf.compat.dimension_value(trajectory.step_type.shape[1])
+    expected = self._sequence_config.sequence_length
+    if length is not None and length != expected:
+      raise ValueError(
+          f'Sequences have {length} steps but the agent\'s SequenceConfig '
+          f'({self._sequence_config}) needs sequence_length {expected}.')
+
+  def _loss(self, experience, weights=None, training=False):
+    trajectory, sample_info = split_experience(experience)
+    self._check_sequence_length(trajectory)
+    errors = self._td_errors(trajectory, self._q_network,
+                             self._target_q_network, training)
+    batch_size = tf.shape(errors.td_errors)[0]
+    if sample_info is not None:
+      sample_info = per_sequence_sample_info(sample_info)
+      importance_weights = tf.cast(
+          losses.importance_weights(
+              sample_info.probability, sample_info.table_size,
+              exponent=self._importance_sampling_exponent), tf.float32)
+    else:
+      importance_weights = tf.ones([batch_size], tf.float32)
+    loss_weights = importance_weights
+    if weights is not None:
+      loss_weights *= tf.cast(weights, tf.float32)
+    td_loss = losses.masked_td_loss(errors.td_errors, errors.valid,
+                                    loss_weights, self._huber_delta)
+    priorities = losses.sequence_priorities(
+        tf.stop_gradient(errors.td_errors), errors.valid,
+        eta=self._priority_max_weight)
+
+    valid = tf.cast(errors.valid, tf.float32)
+    num_valid = tf.reduce_sum(valid)
+
+    def valid_mean(values):
+      return tf.math.divide_no_nan(
+          tf.reduce_sum(tf.where(errors.valid, values, 0.0)), num_valid)
+
+    selected = tf.stop_gradient(errors.selected_q_values)
+    extra = R2D2LossInfo(
+        td_loss=td_loss,
+        priorities=priorities,
+        importance_weights=importance_weights,
+        q_mean=valid_mean(selected),
+        q_max=tf.reduce_max(tf.where(errors.valid, selected, -float('inf'))),
+        target_mean=valid_mean(errors.targets),
+        abs_td_error_mean=valid_mean(tf.abs(errors.td_errors)),
+        valid_fraction=tf.reduce_mean(valid))
+    return tf_agent.LossInfo(loss=td_loss, extra=extra)
+
+  def _train(self, experience, weights=None):
+    variables = self._q_network.trainable_weights
+    with tf.GradientTape(watch_accessed_variables=False) as tape:
+      tape.watch(variables)
+      loss_info = self._loss(experience, weights=weights, training=True)
+    tf.debugging.check_numerics(loss_info.loss, 'R2D2 loss is inf or nan')
+    gradients = tape.gradient(loss_info.loss, variables)
+    grads_and_vars = list(zip(gradients, variables))
+    if self._gradient_clipping is not None:
+      grads_and_vars = eager_utils.clip_gradient_norms(
+          grads_and_vars, self._gradient_clipping)
+    if self._summarize_grads_and_vars:
+      eager_utils.add_variables_summaries(grads_and_vars,
+                                          self.train_step_counter)
+      eager_utils.add_gradients_summaries(grads_and_vars,
+                                          self.train_step_counter)
+    self._optimizer.apply_gradients(grads_and_vars)
+    self.train_step_counter.assign_add(1)
+    # The counter is checkpointed, so the copy schedule survives restarts.
+    tf.cond(
+        tf.equal(self.train_step_counter % self._target_update_period, 0),
+        lambda: tf.group(self._update_target()), tf.no_op)
+    if self.summaries_enabled:
+      summaries.write_loss_info(loss_info.extra, self.train_step_counter,
+                                debug=self._debug_summaries)
+    return loss_info
+
+  def initial_priority_fn(self):
+    """A callable: one unbatched `[T]` trajectory (numpy) -> its priority.
+
+    As in the paper, actors compute the initial priority of a sequence with
+    their own copy of the network, which serves as online and target
+    network. Runs as a `tf.function` of fixed signature.
+    """
+    spec = tensor_spec.add_outer_dims_nest(
+        self.collect_data_spec, (1, self._sequence_config.sequence_length))
+
+    @tf.function(input_signature=[spec], autograph=False)
+    def batched_priority(trajectory):
+      errors = self._td_errors(trajectory, self._q_network, self._q_network,
+                               training=False)
+      return losses.sequence_priorities(
+          errors.td_errors, errors.valid, eta=self._priority_max_weight)[0]
+
+    def priority(trajectory):
+      batched = tf.nest.map_structure(lambda x: tf.expand_dims(x, 0),
+                                      trajectory)
+      return float(batched_priority(batched).numpy())
+
+    return priority

@@ -1,0 +1,74 @@
+"""The coupled sequence numbers of R2D2, computed in one place.
+
+The actor's sequence writer, the Reverb table signature, the replay dataset
+and the learner's burn-in/trace split all read a `SequenceConfig`, so they
+cannot disagree.
+
+Layout of one stored sequence (Kapturowski et al. 2019, Section 3; Table 2):
+
+    | burn_in_steps | trace_length | 1 |
+      no gradient     TD loss        bootstrap only
+
+* `sequence_length = burn_in_steps + trace_length + 1`. The extra step is the
+  state the last trace step bootstraps from (as Acme's R2D2 config): without
+  it the last trace step would have no target.
+* `stride = replay_period`: a new sequence starts every `replay_period`
+  steps, so adjacent sequences overlap by `sequence_length - stride` steps.
+  The paper stores m = 80 with overlap 40 and a burn-in prefix of 40.
+
+Where this departs from the paper: the writer pads `burn_in_steps` dummy
+steps before every episode (`replay.sequence_writer`), so the first trace of
+an episode starts at its first step. In the paper the first `burn_in_steps`
+steps of every episode only ever serve as burn-in and never get a gradient,
+which for short episodes is most of the data. The burn-in over the front
+padding is exact: the network resets its state at the episode's FIRST step.
+"""
+
+import dataclasses
+
+import gin
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class SequenceConfig:
+  """Burn-in, trace and replay period of R2D2 sequences.
+
+  Attributes:
+    burn_in_steps: steps unrolled from the stored state without gradient
+      before the trace (paper: 40; 0 disables burn-in).
+    trace_length: steps that get a TD loss (paper: 80).
+    replay_period: steps between the starts of adjacent sequences (paper:
+      40). Must not exceed `trace_length`, or some steps would never be in
+      any trace.
+  """
+  burn_in_steps: int = 40
+  trace_length: int = 80
+  replay_period: int = 40
+
+  def __post_init__(self):
+    if self.burn_in_steps < 0:
+      raise ValueError(
+          f'burn_in_steps must be >= 0, got {self.burn_in_steps}.')
+    if self.trace_length < 1:
+      raise ValueError(f'trace_length must be >= 1, got {self.trace_length}.')
+    if not 1 <= self.replay_period <= self.trace_length:
+      raise ValueError(
+          'replay_period must be in [1, trace_length] so that every step is '
+          f'in some trace; got replay_period={self.replay_period}, '
+          f'trace_length={self.trace_length}.')
+
+  @property
+  def sequence_length(self) -> int:
+    """Steps per stored sequence: burn-in + trace + 1 bootstrap step."""
+    return self.burn_in_steps + self.trace_length + 1
+
+  @property
+  def stride(self) -> int:
+    """Steps between the starts of adjacent sequences."""
+    return self.replay_period
+
+  @property
+  def overlap(self) -> int:
+    """Steps shared by adjacent sequences of one episode."""
+    return self.sequence_length - self.stride

@@ -1,0 +1,198 @@
+"""The R2D2 policy: greedy Q policy that records what the learner must replay.
+
+The network input is `{'observation', 'prev_action', 'prev_reward'}` (see
+`networks.recurrent_dueling_q_network.make_input_spec`), built here from the
+plain environment time step, so environments need no wrapper:
+
+* `prev_reward` is `time_step.reward` (in TF-Agents the time step at t holds
+  the reward of the action at t - 1);
+* `prev_action` is carried in the policy state.
+
+Policy state: `{'network_state': [h, c], 'prev_action': a_{t-1}}`.
+
+Policy info, emitted at every step and stored in replay with the trajectory:
+
+    {'network_state': [h, c]   the recurrent state the network started from
+                               at this step (zeros on FIRST steps, since the
+                               network resets there),
+     'prev_action': a_{t-1},   the network's extra inputs at this step
+     'prev_reward': r_{t-1}}   (zeros on FIRST steps)
+
+The learner starts a replayed sequence from `network_state` at its first
+step (R2D2's stored state) and feeds `prev_action` / `prev_reward` as they
+were fed to the actor, so the replay unroll sees exactly the actor's inputs.
+"""
+
+import tensorflow as tf
+import tensorflow_probability as tfp
+from tf_agents.policies import tf_policy
+from tf_agents.trajectories import policy_step
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
+
+NETWORK_STATE = 'network_state'
+PREV_ACTION = rdqn.PREV_ACTION_KEY
+PREV_REWARD = rdqn.PREV_REWARD_KEY
+
+
+def actor_epsilon(actor_index, num_actors, base_epsilon=0.4, alpha=7.0):
+  """Exploration rate of actor i of N (Horgan et al. 2018, used by R2D2).
+
+  epsilon_i = base_epsilon ** (1 + alpha * i / (N - 1)), from 0.4 (actor 0)
+  down to 0.4 ** 8 ~ 6.6e-4 (actor N - 1). A single actor gets
+  base_epsilon, the formula's value at i = 0.
+
+  Args:
+    actor_index: i in [0, num_actors).
+    num_actors: N >= 1.
+    base_epsilon: epsilon of actor 0 (paper: 0.4).
+    alpha: spread of the exponents (paper: 7).
+
+  Returns:
+    Python float.
+  """
+  if num_actors < 1:
+    raise ValueError(f'num_actors must be >= 1, got {num_actors}.')
+  if not 0 <= actor_index < num_actors:
+    raise ValueError(
+        f'actor_index must be in [0, {num_actors}), got {actor_index}.')
+  if num_actors == 1:
+    return float(base_epsilon)
+  return float(base_epsilon**(1.0 + alpha * actor_index / (num_actors - 1)))
+
+
+def policy_state_spec(q_network, action_spec):
+  return {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
+
+
+def _lists_to_tuples(nest):
+  """The same nest with lists as tuples.
+
+  Replay buffers refuse lists in data specs, and the LSTM state is [h, c].
+  """
+  if isinstance(nest, (list, tuple)) and not hasattr(nest, '_fields'):
+    return tuple(_lists_to_tuples(x) for x in nest)
+  if isinstance(nest, dict):
+    return {k: _lists_to_tuples(v) for k, v in nest.items()}
+  return nest
+
+
+def stored_network_state(info, q_network):
+  """The stored network state of policy info, in the network's structure."""
+  return tf.nest.pack_sequence_as(q_network.state_spec,
+                                  tf.nest.flatten(info[NETWORK_STATE]))
+
+
+def info_spec(q_network, action_spec, reward_spec):
+  return {
+      NETWORK_STATE: _lists_to_tuples(q_network.state_spec),
+      PREV_ACTION: action_spec,
+      PREV_REWARD: reward_spec,
+  }
+
+
+def network_inputs(observation, info):
+  """The network input dict from observations and the stored policy info."""
+  return {
+      rdqn.OBSERVATION_KEY: observation,
+      rdqn.PREV_ACTION_KEY: info[PREV_ACTION],
+      rdqn.PREV_REWARD_KEY: info[PREV_REWARD],
+  }
+
+
+def _zero_where_first(is_first, nest):
+  """Replaces the batch rows of `nest` where `is_first` by zeros."""
+  def zero(tensor):
+    mask = tf.reshape(is_first, [-1] + [1] * (tensor.shape.rank - 1))
+    return tf.where(mask, tf.zeros_like(tensor), tensor)
+  return tf.nest.map_structure(zero, nest)
+
+
+class R2D2Policy(tf_policy.TFPolicy):
+  """Greedy policy of a `RecurrentDuelingQNetwork`; see the module doc.
+
+  Wrap it in `EpsilonGreedyPolicy` for acting (the agent's `collect_policy`
+  and `actor_collect_policy` do); the info passes through unchanged.
+  """
+
+  def __init__(self, time_step_spec, action_spec, q_network, name=None):
+    self._q_network = q_network
+    super().__init__(
+        time_step_spec,
+        action_spec,
+        policy_state_spec=policy_state_spec(q_network, action_spec),
+        info_spec=info_spec(q_network, action_spec, time_step_spec.reward),
+        name=name)
+
+  def _variables(self):
+    return self._q_network.variables
+
+  def _distribution(self, time_step, policy_state):
+    is_first = tf.equal(time_step.step_type, ts.StepType.FIRST)
+    # On FIRST steps the network resets its state and ignores the previous
+    # action and reward; zeroing them here too makes the stored info equal
+    # to what the network effectively used.
+    network_state = _zero_where_first(is_first,
+                                      policy_state[NETWORK_STATE])
+    prev_action, prev_reward = _zero_where_first(
+        is_first, (policy_state[PREV_ACTION], time_step.reward))
+    info = {
+        NETWORK_STATE: _lists_to_tuples(network_state),
+        PREV_ACTION: prev_action,
+        PREV_REWARD: prev_reward,
+    }
+    q_values, next_network_state = self._q_network(
+        network_inputs(time_step.observation, info),
+        step_type=time_step.step_type,
+        network_state=network_state,
+        training=False)
+    action = tf.argmax(q_values, axis=-1, output_type=self.action_spec.dtype)
+    action += tf.cast(self.action_spec.minimum, self.action_spec.dtype)
+    # The state records the greedy action, which is the action taken when
+    # acting greedily; `R2D2CollectPolicy` overwrites it with the action it
+    # actually takes.
+    next_state = {NETWORK_STATE: next_network_state, PREV_ACTION: action}
+    return policy_step.PolicyStep(
+        tfp.distributions.Deterministic(action), next_state, info)
+
+
+class R2D2CollectPolicy(tf_policy.TFPolicy):
+  """Epsilon-greedy over `R2D2Policy`, keeping the TAKEN action in the state.
+
+  TF-Agents' `EpsilonGreedyPolicy` returns the greedy policy's state, whose
+  `prev_action` would be the greedy action even when a random one was
+  taken; the next step must see the action actually taken.
+  """
+
+  def __init__(self, greedy_policy, epsilon, name=None):
+    self._greedy_policy = greedy_policy
+    self._epsilon = epsilon
+    super().__init__(
+        greedy_policy.time_step_spec,
+        greedy_policy.action_spec,
+        policy_state_spec=greedy_policy.policy_state_spec,
+        info_spec=greedy_policy.info_spec,
+        name=name)
+
+  @property
+  def epsilon(self):
+    return self._epsilon() if callable(self._epsilon) else self._epsilon
+
+  def _variables(self):
+    return self._greedy_policy.variables()
+
+  def _action(self, time_step, policy_state, seed):
+    seed_stream = tfp.util.SeedStream(seed=seed, salt='r2d2_collect')
+    greedy_step = self._greedy_policy.action(time_step, policy_state)
+    batch_shape = tf.shape(time_step.step_type)
+    spec = self.action_spec
+    random_action = tf.random.uniform(
+        batch_shape, minval=spec.minimum, maxval=spec.maximum + 1,
+        dtype=spec.dtype, seed=seed_stream())
+    explore = tf.random.uniform(batch_shape, seed=seed_stream()) < tf.cast(
+        self.epsilon, tf.float32)
+    action = tf.where(explore, random_action, greedy_step.action)
+    next_state = dict(greedy_step.state)
+    next_state[PREV_ACTION] = action
+    return policy_step.PolicyStep(action, next_state, greedy_step.info)

@@ -1,0 +1,107 @@
+"""Reverb tables for R2D2 and the check that a table fits an agent.
+
+One item = one sequence of `SequenceConfig.sequence_length` steps. Rate
+control is Reverb's `SampleToInsertRatio`: sequences sampled by the learner
+per sequence inserted by the actors.
+"""
+
+import gin
+import reverb
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.utils import nest_utils
+
+
+def sequence_signature(collect_data_spec, sequence_length):
+  """The table signature of `[sequence_length]` sequences of trajectories."""
+  return tensor_spec.add_outer_dim(
+      tensor_spec.from_spec(collect_data_spec), sequence_length)
+
+
+def check_signature(signature, collect_data_spec, sequence_length,
+                    table_name='table'):
+  """Raises ValueError naming the first spec that does not match.
+
+  Args:
+    signature: the table's signature (`reverb.Client.server_info()[name]
+      .signature`), or None for a table without one.
+    collect_data_spec: the agent's `collect_data_spec`.
+    sequence_length: the agent's `SequenceConfig.sequence_length`.
+    table_name: for the message.
+  """
+  expected = sequence_signature(collect_data_spec, sequence_length)
+  if signature is None:
+    raise ValueError(
+        f'Reverb table {table_name!r} has no signature; create it with '
+        'make_prioritized_table so that the agent\'s specs are checked.')
+  expected_paths = dict(nest_utils.flatten_with_joined_paths(expected))
+  actual_paths = dict(nest_utils.flatten_with_joined_paths(signature))
+  missing = sorted(set(expected_paths) - set(actual_paths))
+  extra = sorted(set(actual_paths) - set(expected_paths))
+  if missing or extra:
+    raise ValueError(
+        f'Reverb table {table_name!r} signature does not match the agent\'s '
+        f'collect_data_spec: missing specs {missing}, unexpected specs '
+        f'{extra}.')
+  for path, expected_spec in expected_paths.items():
+    actual_spec = actual_paths[path]
+    if (tf.TensorShape(actual_spec.shape) != expected_spec.shape or
+        tf.as_dtype(actual_spec.dtype) != expected_spec.dtype):
+      raise ValueError(
+          f'Reverb table {table_name!r} spec {path!r} is '
+          f'{actual_spec.dtype.name}{list(actual_spec.shape)} but the agent '
+          f'needs {expected_spec.dtype.name}{list(expected_spec.shape)} '
+          f'([sequence_length={sequence_length}] + collect_data_spec).')
+
+
+def default_error_buffer(min_size_to_sample, samples_per_insert,
+                         tolerance=0.1):
+  """Slack of the rate limiter, as Acme sizes it.
+
+  Reverb needs at least 2 * max(1, samples_per_insert); beyond that allow
+  `tolerance` of the samples the first `min_size_to_sample` inserts are
+  worth, so actors and learner are not locked step by step.
+  """
+  minimum = 2.0 * max(1.0, samples_per_insert)
+  return max(minimum, tolerance * min_size_to_sample * samples_per_insert)
+
+
+@gin.configurable
+def make_prioritized_table(name,
+                           max_size,
+                           collect_data_spec,
+                           sequence_length,
+                           samples_per_insert,
+                           min_size_to_sample,
+                           priority_exponent=0.9,
+                           error_buffer=None):
+  """A prioritized, FIFO-evicting Reverb table of R2D2 sequences.
+
+  Args:
+    name: table name.
+    max_size: capacity in sequences (paper: 4M observations, i.e. ~100k
+      sequences at a replay period of 40).
+    collect_data_spec: the agent's `collect_data_spec`.
+    sequence_length: `SequenceConfig.sequence_length`.
+    samples_per_insert: sequences sampled per sequence inserted (the replay
+      ratio of the rate limiter).
+    min_size_to_sample: sequences in the table before sampling starts.
+    priority_exponent: alpha of the prioritized selector (paper: 0.9).
+    error_buffer: rate-limiter slack; None for `default_error_buffer`.
+
+  Returns:
+    `reverb.Table`.
+  """
+  if error_buffer is None:
+    error_buffer = default_error_buffer(min_size_to_sample,
+                                        samples_per_insert)
+  return reverb.Table(
+      name=name,
+      sampler=reverb.selectors.Prioritized(priority_exponent),
+      remover=reverb.selectors.Fifo(),
+      max_size=max_size,
+      rate_limiter=reverb.rate_limiters.SampleToInsertRatio(
+          samples_per_insert=samples_per_insert,
+          min_size_to_sample=min_size_to_sample,
+          error_buffer=error_buffer),
+      signature=sequence_signature(collect_data_spec, sequence_length))
