@@ -1,0 +1,99 @@
+"""Shared helpers (no tests) of the R2D2 and replay tests: small agents, sequences."""
+
+import numpy as np
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import trajectory as trajectory_lib
+
+from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import config as r2d2_config
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
+from tfa_explore.testing import fake_envs
+
+# burn-in 2, trace 4, period 2 -> sequence_length 7, overlap 5.
+SMALL_CONFIG = r2d2_config.SequenceConfig(
+    burn_in_steps=2, trace_length=4, replay_period=2)
+
+
+class _TestCase(tf.test.TestCase):
+  # tf.test.TestCase's deprecated `test_session` context manager is not a
+  # test, but pytest collects it by name and reports it as skipped.
+  test_session = None
+
+
+def counting_env(seed=0, episode_length=5):
+  return fake_envs.load_counting(seed=seed, episode_length=episode_length)
+
+
+def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8, **kwargs):
+  env = env or counting_env()
+  time_step_spec = tensor_spec.from_spec(env.time_step_spec())
+  action_spec = tensor_spec.from_spec(env.action_spec())
+  network = rdqn.RecurrentDuelingQNetwork(
+      rdqn.make_input_spec(time_step_spec.observation, action_spec),
+      action_spec, torso_fc_layer_params=(8,), lstm_size=lstm_size,
+      dueling_fc_layer_params=(8,))
+  kwargs.setdefault('optimizer', tf.keras.optimizers.Adam(1e-2))
+  # Not the default global step, which all agents of a test would share.
+  kwargs.setdefault('train_step_counter', tf.Variable(0, dtype=tf.int64))
+  agent = r2d2_agent.R2D2Agent(
+      time_step_spec, action_spec, network,
+      sequence_config=sequence_config, **kwargs)
+  agent.initialize()
+  return agent
+
+
+def random_sequences(agent, step_types, seed=0):
+  """A `[B, T]` Trajectory in the agent's collect_data_spec.
+
+  Observations, rewards, actions, stored states and previous
+  actions/rewards are random; step types as given; discounts 1 except 0
+  on the transition into a LAST step.
+  """
+  rng = np.random.default_rng(seed)
+  step_types = np.asarray(step_types, np.int32)
+  outer = step_types.shape
+  spec = agent.collect_data_spec
+
+  def random_like(s):
+    shape = outer + tuple(s.shape)
+    if s.dtype.is_integer:
+      # Step types are overwritten below; actions within their bounds.
+      low = int(getattr(s, 'minimum', 0))
+      high = int(getattr(s, 'maximum', 2))
+      return tf.constant(rng.integers(low, high + 1, size=shape), s.dtype)
+    return tf.constant(rng.normal(size=shape), s.dtype)
+
+  trajectory = tf.nest.map_structure(random_like, spec)
+  next_step_types = np.concatenate(
+      [step_types[:, 1:], np.full(outer[:1] + (1,), 1, np.int32)], axis=1)
+  next_step_types = np.where(step_types == 2, 0, next_step_types)
+  discounts = np.where(next_step_types == 2, 0.0, 1.0).astype(np.float32)
+  return trajectory._replace(
+      step_type=tf.constant(step_types),
+      next_step_type=tf.constant(next_step_types),
+      discount=tf.constant(discounts))
+
+
+def replace_at(trajectory, positions, values_fn):
+  """Copy of `trajectory` whose float/int leaves get values_fn at positions.
+
+  positions: bool `[B, T]`; values_fn(leaf_array, positions) -> new array.
+  Step types are kept.
+  """
+  positions = np.asarray(positions, bool)
+
+  def replace(x):
+    x = x.numpy().copy()
+    x[positions] = values_fn(x, positions)
+    return tf.constant(x)
+
+  replaced = tf.nest.map_structure(replace, trajectory)
+  return replaced._replace(
+      step_type=trajectory.step_type,
+      next_step_type=trajectory.next_step_type)
+
+
+def trajectory_from_steps(time_step, policy_step, next_time_step):
+  return trajectory_lib.from_transition(time_step, policy_step,
+                                        next_time_step)
