@@ -241,6 +241,86 @@ class RndPPOAgentTest(_TestCase):
     self.assertAllClose(processed.policy_info[agent_lib.INTRINSIC_REWARD],
                         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
 
+  def test_ppo_twin_has_no_intrinsic_reward(self):
+    observation_spec, action_spec, time_step_spec = (
+        spec_utils.get_tensor_specs(self.env))
+    tf.random.set_seed(0)
+    twin = agents.RndPPOAgent(
+        time_step_spec, action_spec,
+        optimizer=tf.keras.optimizers.Adam(1e-3),
+        actor_net=actor_distribution_network.ActorDistributionNetwork(
+            observation_spec, action_spec, fc_layer_params=(16,)),
+        value_net=networks.DualValueNetwork(observation_spec,
+                                            fc_layer_params=(16,)),
+        use_intrinsic_reward=False, extrinsic_advantage_coef=2.0,
+        num_epochs=2, num_minibatches=2,
+        train_step_counter=tf.Variable(0, dtype=tf.int64))
+    self.assertFalse(twin.use_intrinsic_reward)
+    self.assertIsNone(twin.rnd_predictor_net)
+    experience = collect(self.env, twin)
+    processed = twin._preprocess(experience)  # pylint: disable=protected-access
+    info = processed.policy_info
+    self.assertAllEqual(info[agent_lib.INTRINSIC_REWARD],
+                        np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
+    self.assertAllEqual(info[agent_lib.INTRINSIC_RETURN],
+                        np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
+    # advantage = 2 * A_E with A_E = return - V_E on the non-boundary rows
+    # (boundary rows and the padded last row carry 0 in both).
+    extrinsic_advantages = (info[agent_lib.RETURN] -
+                            info['value_prediction']).numpy()[:, :-1]
+    boundary = (experience.step_type.numpy()[:, :-1] == ts.StepType.LAST)
+    extrinsic_advantages[boundary] = 0.0
+    self.assertAllClose(info[agent_lib.ADVANTAGE][:, :-1],
+                        2.0 * extrinsic_advantages, atol=1e-5)
+    self.assertGreater(np.abs(extrinsic_advantages).max(), 0.0)
+
+    intrinsic_head = [v for v in twin._value_net.trainable_variables  # pylint: disable=protected-access
+                      if 'intrinsic_value' in v.name]
+    extrinsic_head = [v for v in twin._value_net.trainable_variables  # pylint: disable=protected-access
+                      if 'extrinsic_value' in v.name]
+    self.assertLen(intrinsic_head, 2)
+    intrinsic_before = values_of(intrinsic_head)
+    extrinsic_before = values_of(extrinsic_head)
+    logdir = self.get_temp_dir() + '/twin'
+    with tf.summary.create_file_writer(logdir).as_default():
+      loss_info = twin.train(experience)
+    self.assertTrue(np.isfinite(loss_info.loss.numpy()))
+    self.assertEqual(float(loss_info.extra.predictor_loss), 0.0)
+    self.assertEqual(float(loss_info.extra.intrinsic_value_loss), 0.0)
+    self.assertEqual(int(twin.train_step_counter), 4)
+    for before, after in zip(intrinsic_before, values_of(intrinsic_head)):
+      self.assertAllEqual(before, after)
+    self.assertFalse(all(np.array_equal(b, a) for b, a in zip(
+        extrinsic_before, values_of(extrinsic_head))))
+    tags = set()
+    for path in glob.glob(os.path.join(logdir, 'events.*')):
+      for event in tf.compat.v1.train.summary_iterator(path):
+        tags.update(value.tag for value in event.summary.value)
+    self.assertIn('Losses/extrinsic_value_loss', tags)
+    self.assertFalse([t for t in tags if t.startswith(('Intrinsic/',
+                                                       'Normalizers/'))])
+    with self.assertRaisesRegex(ValueError, 'no RND networks'):
+      twin.rnd_inputs(experience.observation)
+    # The warm-up is a no-op for the twin.
+    self.assertEqual(
+        agents.warm_up_observation_normalizer(
+            agent=twin, environment=self.env, num_steps=2), 2 * NUM_ENVS)
+
+  def test_ppo_twin_rejects_rnd_networks(self):
+    observation_spec, action_spec, time_step_spec = (
+        spec_utils.get_tensor_specs(self.env))
+    with self.assertRaisesRegex(ValueError, 'use_intrinsic_reward=False'):
+      agents.RndPPOAgent(
+          time_step_spec, action_spec,
+          optimizer=tf.keras.optimizers.Adam(1e-3),
+          actor_net=actor_distribution_network.ActorDistributionNetwork(
+              observation_spec, action_spec, fc_layer_params=(8,)),
+          value_net=networks.DualValueNetwork(observation_spec,
+                                              fc_layer_params=(8,)),
+          rnd_networks_fn=networks.rnd_mlp_networks,
+          use_intrinsic_reward=False,
+          train_step_counter=tf.Variable(0, tf.int64))
+
   def test_rnd_networks_fn_builds_the_pair(self):
     observation_spec, action_spec, time_step_spec = (
         spec_utils.get_tensor_specs(self.env))

@@ -95,6 +95,7 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
       extrinsic_advantage_coef: types.Float = 2.0,
       intrinsic_advantage_coef: types.Float = 1.0,
       intrinsic_only: bool = False,
+      use_intrinsic_reward: bool = True,
       discount_factor: types.Float = 0.999,
       intrinsic_discount_factor: types.Float = 0.99,
       lambda_value: types.Float = 0.95,
@@ -150,6 +151,15 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
       extrinsic_advantage_coef: Weight of A_E (paper: 2).
       intrinsic_advantage_coef: Weight of A_I (paper: 1).
       intrinsic_only: Pure curiosity: forces the extrinsic weight to 0.
+      use_intrinsic_reward: False turns the agent into its own PPO twin:
+        no RND networks (none may be given), no predictor training, no
+        intrinsic reward, return filter or RND normaliser, and the advantage
+        is the extrinsic one alone; the intrinsic value head is computed by
+        the policy but never trained. Everything else (dual-GAE extrinsic
+        stream with truncation bootstrap, env-axis minibatches, advantage
+        normalisation, losses) is shared code, so the twin differs from
+        RND-PPO only in the intrinsic reward and its steps/s is an honest
+        baseline for the RND overhead.
       discount_factor: gamma_E (paper: 0.999).
       intrinsic_discount_factor: gamma_I (paper: 0.99).
       lambda_value: GAE lambda of both streams (paper: 0.95).
@@ -200,13 +210,23 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
         time_step_spec.observation):
       raise ValueError('Nested observations need an rnd_observation_fn that '
                        'picks the single RND input tensor.')
+    self._use_intrinsic_reward = bool(use_intrinsic_reward)
+    if not use_intrinsic_reward:
+      if any(x is not None for x in (rnd_target_net, rnd_predictor_net,
+                                     rnd_networks_fn, rnd_optimizer)):
+        raise ValueError('use_intrinsic_reward=False takes no RND networks, '
+                         'rnd_networks_fn or rnd_optimizer.')
+      if intrinsic_only:
+        raise ValueError('intrinsic_only needs use_intrinsic_reward=True.')
     rnd_input_spec = self._rnd_input_spec(time_step_spec.observation)
     if rnd_target_net is None and rnd_predictor_net is None and (
         rnd_networks_fn is not None):
       rnd_target_net, rnd_predictor_net = rnd_networks_fn(rnd_input_spec)
-    for net_name, net in (('actor_net', actor_net), ('value_net', value_net),
-                          ('rnd_target_net', rnd_target_net),
-                          ('rnd_predictor_net', rnd_predictor_net)):
+    required_nets = [('actor_net', actor_net), ('value_net', value_net)]
+    if use_intrinsic_reward:
+      required_nets += [('rnd_target_net', rnd_target_net),
+                        ('rnd_predictor_net', rnd_predictor_net)]
+    for net_name, net in required_nets:
       if not isinstance(net, network.Network):
         raise TypeError(f'{net_name} must be a tf_agents Network, got {net}.')
     if not 0.0 < predictor_update_proportion <= 1.0:
@@ -302,6 +322,12 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
 
     self._rnd_target_net = rnd_target_net
     self._rnd_predictor_net = rnd_predictor_net
+    if not use_intrinsic_reward:
+      self._intrinsic_advantage_coef = 0.0
+      self._rnd_optimizer = None
+      self._rnd_observation_normalizer = None
+      self._intrinsic_return_normalizer = None
+      return
     target_spec = rnd_target_net.create_variables(rnd_input_spec)
     predictor_spec = rnd_predictor_net.create_variables(rnd_input_spec)
     if target_spec.shape != predictor_spec.shape:
@@ -326,6 +352,10 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
     return tf.TensorSpec(rnd_input.shape[1:], tf.float32)
 
   @property
+  def use_intrinsic_reward(self):
+    return self._use_intrinsic_reward
+
+  @property
   def rnd_target_net(self):
     return self._rnd_target_net
 
@@ -343,6 +373,9 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
 
   def rnd_inputs(self, observations):
     """Normalised, clipped RND inputs of observations with any outer dims."""
+    if not self._use_intrinsic_reward:
+      raise ValueError('This agent was built with use_intrinsic_reward=False '
+                       'and has no RND networks.')
     rnd_input = tf.cast(self._rnd_observation_fn(observations), tf.float32)
     return self._rnd_observation_normalizer.normalize(rnd_input)
 
@@ -355,6 +388,8 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
 
   def update_rnd_observation_normalizer(self, observations):
     """Adds observations (any outer dims) to the RND input statistics."""
+    if not self._use_intrinsic_reward:
+      return
     rnd_input = tf.cast(self._rnd_observation_fn(observations), tf.float32)
     self._rnd_observation_normalizer.update(rnd_input)
 
@@ -402,6 +437,17 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
     intrinsic_values = tf.stop_gradient(
         info[rnd_policy.INTRINSIC_VALUE_PREDICTION])
 
+    extrinsic_rewards = batched.reward[:, :-1]
+    if self._reward_normalizer:
+      extrinsic_rewards = self._reward_normalizer.normalize(
+          extrinsic_rewards, center_mean=False,
+          clip_value=self._reward_norm_clipping)
+
+    if not self._use_intrinsic_reward:
+      return self._preprocess_extrinsic_only(
+          experience, batched, extrinsic_rewards, extrinsic_values,
+          outer_rank)
+
     # Intrinsic reward of transition t is the novelty of o_{t+1}.
     next_observations = tf.nest.map_structure(lambda o: o[:, 1:],
                                               batched.observation)
@@ -415,12 +461,6 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
             raw_intrinsic_rewards)
     else:
       intrinsic_rewards = raw_intrinsic_rewards
-
-    extrinsic_rewards = batched.reward[:, :-1]
-    if self._reward_normalizer:
-      extrinsic_rewards = self._reward_normalizer.normalize(
-          extrinsic_rewards, center_mean=False,
-          clip_value=self._reward_norm_clipping)
 
     streams = maths.dual_gae(
         extrinsic_rewards=extrinsic_rewards,
@@ -452,6 +492,38 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
       new_info = nest_utils.unbatch_nested_tensors(new_info)
     return experience.replace(policy_info=new_info)
 
+  def _preprocess_extrinsic_only(self, experience, batched,
+                                  extrinsic_rewards, extrinsic_values,
+                                  outer_rank):
+    """The PPO twin's preprocessing: the extrinsic GAE stream only.
+
+    Same episodic discounts (truncation bootstraps) as `maths.dual_gae`'s
+    extrinsic stream; the intrinsic entries of the info are zeros so the
+    training code and the collect data spec stay the same.
+    """
+    discounts = maths.episodic_stream_discounts(
+        batched.step_type[:, :-1], batched.next_step_type[:, :-1],
+        batched.discount[:, :-1], self._discount_factor)
+    advantages = maths.generalized_advantages(
+        extrinsic_rewards, extrinsic_values, discounts, self._lambda)
+    returns = advantages + extrinsic_values[:, :-1]
+    zeros = tf.zeros_like(batched.discount, dtype=tf.float32)
+
+    def _pad(x):
+      return tf.concat([x, tf.zeros_like(x[:, :1])], axis=1)
+
+    new_info = dict(batched.policy_info)
+    new_info.update({
+        RETURN: _pad(returns),
+        INTRINSIC_RETURN: zeros,
+        ADVANTAGE: _pad(self._extrinsic_advantage_coef * advantages),
+        INTRINSIC_REWARD: zeros,
+        RAW_INTRINSIC_REWARD: zeros,
+    })
+    if outer_rank == 1:
+      new_info = nest_utils.unbatch_nested_tensors(new_info)
+    return experience.replace(policy_info=new_info)
+
   # ------------------------------------------------------------- losses ---
 
   def value_estimation_loss(self,
@@ -470,8 +542,11 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
     del debug_summaries
     values, _ = self._collect_policy.apply_value_network(
         time_steps.observation, time_steps.step_type, training=training)
-    head_losses = {}
-    for head in (EXTRINSIC, INTRINSIC):
+    # The PPO twin never trains the intrinsic head (its loss is reported 0).
+    heads = (EXTRINSIC, INTRINSIC) if self._use_intrinsic_reward else (
+        EXTRINSIC,)
+    head_losses = {INTRINSIC: tf.constant(0.0)}
+    for head in heads:
       error = tf.math.squared_difference(returns[head], values[head])
       if self._value_clipping > 0:
         if old_value_predictions is None:
@@ -528,9 +603,10 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
 
     # RND inputs and target features are fixed during the update: the
     # normaliser is only updated after it, as in the paper's code.
-    rnd_inputs = tf.stop_gradient(self.rnd_inputs(processed.observation))
-    target_features, _ = self._rnd_target_net(rnd_inputs)
-    target_features = tf.stop_gradient(target_features)
+    if self._use_intrinsic_reward:
+      rnd_inputs = tf.stop_gradient(self.rnd_inputs(processed.observation))
+      target_features, _ = self._rnd_target_net(rnd_inputs)
+      target_features = tf.stop_gradient(target_features)
 
     per_row = {
         'time_steps': ts.TimeStep(
@@ -548,9 +624,10 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
         'advantages': normalized_advantages,
         'dist_params': info[rnd_policy.DIST_PARAMS],
         'weights': masked_weights,
-        'rnd_inputs': rnd_inputs,
-        'target_features': target_features,
     }
+    if self._use_intrinsic_reward:
+      per_row['rnd_inputs'] = rnd_inputs
+      per_row['target_features'] = target_features
 
     batch_size = tf.shape(masked_weights)[0]
     static_batch_size = masked_weights.shape[0]
@@ -563,7 +640,9 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
         self._actor_net.trainable_weights +
         self._value_net.trainable_weights))
     variables_to_train = sorted(variables_to_train, key=lambda v: v.name)
-    predictor_variables = self._rnd_predictor_net.trainable_variables
+    predictor_variables = (
+        self._rnd_predictor_net.trainable_variables
+        if self._use_intrinsic_reward else [])
 
     totals = collections.defaultdict(list)
     loss_info = None
@@ -600,16 +679,21 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
                                                 self.train_step_counter)
           self._optimizer.apply_gradients(grads_and_vars)
 
-          predictor_mask = maths.predictor_update_mask(
-              tf.shape(batch['weights']), self._predictor_update_proportion)
-          with tf.GradientTape() as rnd_tape:
-            predictor_loss = self.predictor_loss(
-                batch['rnd_inputs'], batch['target_features'],
-                predictor_mask)
-          predictor_grads = rnd_tape.gradient(predictor_loss,
-                                              predictor_variables)
-          self._rnd_optimizer.apply_gradients(
-              zip(predictor_grads, predictor_variables))
+          if self._use_intrinsic_reward:
+            predictor_mask = maths.predictor_update_mask(
+                tf.shape(batch['weights']),
+                self._predictor_update_proportion)
+            with tf.GradientTape() as rnd_tape:
+              predictor_loss = self.predictor_loss(
+                  batch['rnd_inputs'], batch['target_features'],
+                  predictor_mask)
+            predictor_grads = rnd_tape.gradient(predictor_loss,
+                                                predictor_variables)
+            self._rnd_optimizer.apply_gradients(
+                zip(predictor_grads, predictor_variables))
+          else:
+            predictor_mask = tf.zeros_like(batch['weights'])
+            predictor_loss = tf.constant(0.0)
           self.train_step_counter.assign_add(1)
 
           extra = loss_info.extra
@@ -659,6 +743,8 @@ class RndPPOAgent(ppo_clip_agent.PPOClipAgent):
         info[rnd_policy.INTRINSIC_VALUE_PREDICTION], info[INTRINSIC_RETURN],
         weights)
     summaries.write_losses(step, losses)
+    if not self._use_intrinsic_reward:
+      return
     summaries.write_intrinsic(
         step,
         raw_rewards=info[RAW_INTRINSIC_REWARD],
