@@ -1,5 +1,6 @@
 """Writes the learner's new sequence priorities back to Reverb by key."""
 
+import reverb
 import tensorflow as tf
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
@@ -15,10 +16,18 @@ class PriorityUpdater:
   `tf.function`. Keys of items evicted meanwhile are ignored by Reverb.
   """
 
-  def __init__(self, tf_client, table_name):
-    """Args: a `reverb.TFClient` (e.g. `ReverbReplayBuffer.tf_client`), the
-    table name."""
-    self._tf_client = tf_client
+  def __init__(self, server_address, table_name):
+    """Creates the updater.
+
+    Args:
+      server_address: 'host:port' of the Reverb server (e.g.
+        `ReverbReplayBuffer.tf_client.server_address`).
+      table_name: the prioritized table.
+    """
+    # Our own, unshared client: `ReverbReplayBuffer.tf_client` is created
+    # with the fixed shared_name 'rb_tf_client', so in a process that has
+    # seen another server it is the first server's client.
+    self._tf_client = reverb.TFClient(server_address)
     self._table_name = table_name
 
   def __call__(self, experience_and_sample_info, loss_info):

@@ -1,0 +1,271 @@
+"""R2D2 on Reverb: sequence layout, signatures, priorities, a mini loop."""
+
+import os
+
+import numpy as np
+import portpicker
+import reverb
+import tensorflow as tf
+from tf_agents.policies import py_tf_eager_policy
+from tf_agents.replay_buffers import reverb_replay_buffer
+from tf_agents.train import actor
+from tf_agents.train import learner
+from tf_agents.train.utils import train_utils
+
+# pytest puts tests/ on sys.path (rootdir-relative 'prepend' import mode).
+import test_r2d2_support as support  # pylint: disable=g-bad-import-order
+
+from tfa_explore.agents.r2d2 import config as r2d2_config
+from tfa_explore.agents.r2d2 import learning
+from tfa_explore.replay import dataset as replay_dataset
+from tfa_explore.replay import priority_updater
+from tfa_explore.replay import sequence_writer
+from tfa_explore.replay import tables
+
+F, M, L = 0, 1, 2
+TABLE = 'r2d2'
+
+
+class _ReverbTestCase(support._TestCase):
+
+  def start_server(self, table_list):
+    server = reverb.Server(table_list, port=portpicker.pick_unused_port())
+    self.addCleanup(server.stop)
+    return server, reverb.Client(f'localhost:{server.port}')
+
+
+def _run_episodes(env, policy, observer, num_episodes):
+  """Steps `env` with a py policy, feeding unbatched trajectories."""
+  from tf_agents.trajectories import trajectory as trajectory_lib  # pylint: disable=g-import-not-at-top
+  time_step = env.reset()
+  state = policy.get_initial_state(1)
+  episodes = 0
+  while episodes < num_episodes:
+    policy_step = policy.action(time_step, state)
+    next_time_step = env.step(policy_step.action)
+    observer(trajectory_lib.from_transition(time_step, policy_step,
+                                            next_time_step))
+    episodes += int(time_step.is_last())
+    state = policy_step.state
+    time_step = next_time_step
+
+
+def _queue_items(client, table_name, count):
+  """`count` items of a queue table, in insertion order."""
+  items = []
+  for _ in range(count):
+    sample = next(client.sample(table_name, num_samples=1,
+                                emit_timesteps=False,
+                                unpack_as_table_signature=True))
+    items.append(sample)
+  return items
+
+
+class SequenceWriterTest(_ReverbTestCase):
+
+  def _write_episode(self, episode_length, expected_items):
+    agent = support.make_agent()  # burn-in 2, trace 4, period 2 -> 7 steps
+    length = agent.sequence_config.sequence_length
+    table = reverb.Table.queue(
+        TABLE, max_size=100,
+        signature=tables.sequence_signature(agent.collect_data_spec, length))
+    _, client = self.start_server([table])
+    observer = sequence_writer.R2D2SequenceObserver(
+        client, TABLE, agent.sequence_config, agent.collect_data_spec)
+    policy = py_tf_eager_policy.PyTFEagerPolicy(agent.collect_policy)
+    _run_episodes(support.counting_env(episode_length=episode_length),
+                  policy, observer, num_episodes=1)
+    observer.flush()
+    self.assertEqual(observer.num_items_written, expected_items)
+    self.assertEqual(client.server_info()[TABLE].current_size, expected_items)
+    return _queue_items(client, TABLE, expected_items)
+
+  def test_overlapping_items_cover_every_transition(self):
+    # Episode of 9 steps: trajectories with observations 0..9 (9 is the
+    # LAST boundary step). Stream: 2 front pads, obs 0..9 -> 12 steps;
+    # items of 7 every 2 steps end at 7, 9, 11; the final step (12th)
+    # misses the item boundary, so one rear pad makes the item ending at 13.
+    items = self._write_episode(episode_length=9, expected_items=4)
+    observations = [item.data.observation[:, 0].tolist() for item in items]
+    step_types = [item.data.step_type.tolist() for item in items]
+    self.assertEqual(observations, [[0, 0, 0, 1, 2, 3, 4],
+                                    [0, 1, 2, 3, 4, 5, 6],
+                                    [2, 3, 4, 5, 6, 7, 8],
+                                    [4, 5, 6, 7, 8, 9, 0]])
+    self.assertEqual(step_types, [[F, F, F, M, M, M, M],
+                                  [F, M, M, M, M, M, M],
+                                  [M, M, M, M, M, M, M],
+                                  [M, M, M, M, M, L, L]])
+    # Trace positions 2..5 of each item; transitions 0..8 all trained.
+    traced = set()
+    for item in items:
+      mask = learning.step_mask(item.data.step_type[None])[0]
+      for position in range(2, 6):
+        if mask[position] and mask[position + 1]:
+          traced.add(int(item.data.observation[position, 0]))
+    self.assertEqual(traced, set(range(9)))
+
+  def test_short_episode_is_one_padded_item(self):
+    # Episode of 2 steps: obs 0, 1, 2(LAST); 2 front + 3 real + 2 rear pads.
+    items = self._write_episode(episode_length=2, expected_items=1)
+    self.assertEqual(items[0].data.step_type.tolist(),
+                     [F, F, F, M, L, L, L])
+    self.assertEqual(items[0].data.observation[:, 0].tolist(),
+                     [0, 0, 0, 1, 2, 0, 0])
+
+
+class SignatureTest(_ReverbTestCase):
+
+  def test_mismatched_table_is_named(self):
+    agent = support.make_agent()
+    other = support.make_agent(lstm_size=4)  # stored state of 4 units
+    table = tables.make_prioritized_table(
+        TABLE, 10, other.collect_data_spec,
+        agent.sequence_config.sequence_length, samples_per_insert=1.0,
+        min_size_to_sample=1)
+    server, client = self.start_server([table])
+    with self.assertRaisesRegex(ValueError, 'network_state.*float32\\[7, 4\\]'):
+      sequence_writer.R2D2SequenceObserver(
+          client, TABLE, agent.sequence_config, agent.collect_data_spec)
+    buffer = reverb_replay_buffer.ReverbReplayBuffer(
+        agent.collect_data_spec, TABLE, 7, local_server=server)
+    with self.assertRaisesRegex(ValueError, 'network_state'):
+      replay_dataset.replay_dataset(buffer, agent, batch_size=2)
+
+  def test_other_sequence_length_is_named(self):
+    agent = support.make_agent()
+    table = tables.make_prioritized_table(
+        TABLE, 10, agent.collect_data_spec, sequence_length=9,
+        samples_per_insert=1.0, min_size_to_sample=1)
+    _, client = self.start_server([table])
+    with self.assertRaisesRegex(ValueError, 'sequence_length=7'):
+      sequence_writer.R2D2SequenceObserver(
+          client, TABLE, agent.sequence_config, agent.collect_data_spec)
+
+
+class PrioritiesTest(_ReverbTestCase):
+
+  def _fill_table(self, agent, priority_fn, episodes=2):
+    # A rate-limiter slack far beyond what the test samples, so that the
+    # dataset's background sampling never blocks the test's own samples.
+    table = tables.make_prioritized_table(
+        TABLE, 100, agent.collect_data_spec,
+        agent.sequence_config.sequence_length, samples_per_insert=1.0,
+        min_size_to_sample=1, error_buffer=1e6)
+    server, client = self.start_server([table])
+    observer = sequence_writer.R2D2SequenceObserver(
+        client, TABLE, agent.sequence_config, agent.collect_data_spec,
+        priority_fn=priority_fn)
+    policy = py_tf_eager_policy.PyTFEagerPolicy(agent.collect_policy)
+    _run_episodes(support.counting_env(episode_length=5), policy, observer,
+                  num_episodes=episodes)
+    observer.flush()
+    return server, client, observer.num_items_written
+
+  def test_actor_priorities_match_the_learner_before_training(self):
+    agent = support.make_agent()
+    server, _, num_items = self._fill_table(agent,
+                                            agent.initial_priority_fn())
+    self.assertEqual(num_items, 4)  # 2 items per 5-step episode
+    buffer = reverb_replay_buffer.ReverbReplayBuffer(
+        agent.collect_data_spec, TABLE, 7, local_server=server)
+    experience, sample_info = next(iter(
+        replay_dataset.replay_dataset(buffer, agent, batch_size=4)))
+    # Before any update the target network equals the online one, so the
+    # learner's priorities are exactly what the actor inserted.
+    priorities = agent.loss(experience).extra.priorities
+    self.assertAllClose(priorities, sample_info.priority, rtol=1e-5)
+    self.assertGreater(np.min(sample_info.priority), 0.0)
+
+  def test_learner_priorities_are_written_back_by_key(self):
+    agent = support.make_agent()
+    server, client, num_items = self._fill_table(agent, None)
+    buffer = reverb_replay_buffer.ReverbReplayBuffer(
+        agent.collect_data_spec, TABLE, 7, local_server=server)
+    experience, sample_info = next(iter(
+        replay_dataset.replay_dataset(buffer, agent, batch_size=2)))
+    self.assertAllEqual(sample_info.priority, [1.0, 1.0])  # default
+    loss_info = agent.train(experience)
+    updater = priority_updater.PriorityUpdater(
+        buffer.tf_client.server_address, TABLE)
+    updater((experience, sample_info), loss_info)
+
+    expected = dict(zip(sample_info.key.numpy().tolist(),
+                        loss_info.extra.priorities.numpy().tolist()))
+    self.assertTrue(all(p != 1.0 for p in expected.values()))
+    seen = {}
+    for sample in client.sample(TABLE, num_samples=200,
+                                emit_timesteps=False):
+      seen[int(sample.info.key)] = float(sample.info.priority)
+      if len(seen) == num_items:
+        break
+    for key, priority in expected.items():
+      self.assertAllClose(seen[key], priority, rtol=1e-6)
+    untouched = [p for k, p in seen.items() if k not in expected]
+    self.assertTrue(all(p == 1.0 for p in untouched))
+    self.assertLen(seen, num_items)
+
+
+class MiniLoopTest(_ReverbTestCase):
+
+  def test_actor_writes_and_stock_learner_trains(self):
+    agent = support.make_agent(
+        sequence_config=r2d2_config.SequenceConfig(2, 4, 2),
+        target_update_period=2)
+    train_step = agent.train_step_counter
+    length = agent.sequence_config.sequence_length
+    # Inserts are allowed while spi * inserts - samples <= spi * min_size +
+    # error_buffer, samples while samples <= spi * (inserts - min_size) +
+    # error_buffer = 2 * 2 + 100. The slack must exceed what the dataset's
+    # parallel sampling streams hold in flight (4 streams here), or a
+    # single-threaded actor-then-learner test can starve a stream.
+    table = tables.make_prioritized_table(
+        TABLE, 1000, agent.collect_data_spec, length,
+        samples_per_insert=2.0, min_size_to_sample=2, error_buffer=100)
+    server, _ = self.start_server([table])
+    buffer = reverb_replay_buffer.ReverbReplayBuffer(
+        agent.collect_data_spec, TABLE, length, local_server=server)
+    observer = sequence_writer.R2D2SequenceObserver(
+        buffer.py_client, TABLE, agent.sequence_config,
+        agent.collect_data_spec, priority_fn=agent.initial_priority_fn())
+    collect_actor = actor.Actor(
+        support.counting_env(episode_length=6),
+        py_tf_eager_policy.PyTFEagerPolicy(
+            agent.actor_collect_policy(0, 2), use_tf_function=True),
+        train_step, steps_per_run=14, observers=[observer])
+    root_dir = self.get_temp_dir()
+    updater = priority_updater.PriorityUpdater(
+        buffer.tf_client.server_address, TABLE)
+    updates = tf.Variable(0)
+
+    def counting_updater(experience_and_sample_info, loss_info):
+      updates.assign_add(1)
+      return updater(experience_and_sample_info, loss_info)
+
+    r2d2_learner = learner.Learner(
+        root_dir, train_step, agent,
+        experience_dataset_fn=lambda: replay_dataset.replay_dataset(
+            buffer, agent, batch_size=4),
+        after_train_strategy_step_fn=counting_updater,
+        checkpoint_interval=3, summary_interval=1, triggers=[])
+    weights_before = [v.numpy() for v in agent.q_network.variables]
+
+    collect_actor.run()  # 14 steps = 2 episodes of 7 -> 4 items
+    observer.flush()
+    self.assertEqual(observer.num_items_written, 4)
+    loss_info = r2d2_learner.run(iterations=3)  # SampleToInsertRatio: 8 max
+
+    self.assertEqual(int(train_step), 3)
+    self.assertTrue(np.isfinite(loss_info.loss.numpy()))
+    self.assertNotAllClose(agent.q_network.variables[0], weights_before[0])
+    self.assertEqual(int(updates), 3)  # priorities sent after every step
+    info = buffer.py_client.server_info()[TABLE]
+    self.assertEqual(info.rate_limiter_info.insert_stats.completed, 4)
+    self.assertGreaterEqual(info.rate_limiter_info.sample_stats.completed, 12)
+    self.assertNotEmpty(
+        tf.io.gfile.glob(os.path.join(root_dir, 'train', 'checkpoints',
+                                      'ckpt-3*')))
+
+
+if __name__ == '__main__':
+  tf.test.main()
