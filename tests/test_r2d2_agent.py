@@ -7,7 +7,6 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.policies import policy_saver
 from tf_agents.specs import tensor_spec
-from tf_agents.trajectories import time_step as ts
 
 # pytest puts tests/ on sys.path (rootdir-relative 'prepend' import mode).
 import test_r2d2_support as support  # pylint: disable=g-bad-import-order
@@ -156,8 +155,8 @@ class BurnInTest(support._TestCase):
     changed = support.replace_at(
         sequences, [[True, True, False, False, False, False, False]],
         lambda x, where: x[where] + 100)
-    # Rewards AND actions, discounts of burn-in steps: only their
-    # observations/prev inputs matter, through the state.
+    # r_0, r_1 + 100: no trace target sums rewards before the trace, and
+    # the network's inputs are the stored prev_reward, not these.
     changed = sequences._replace(reward=changed.reward)
     self.assertAllClose(agent.loss(sequences).loss, agent.loss(changed).loss,
                         rtol=0, atol=0)
