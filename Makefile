@@ -4,7 +4,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-TRAIN_GIN ?= gin/ppo/cartpole.gin
+TRAIN_GIN ?= gin/rnd_ppo/mountaincar.gin
 TRAIN_DIR ?= runs/$(basename $(subst /,_,$(subst gin/,,$(TRAIN_GIN))))
 PYTEST_ARGS ?=
 

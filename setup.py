@@ -30,5 +30,7 @@ setuptools.setup(
     ],
     extras_require={
         'test': ['pytest'],
+        # benchmarks/rnd_ppo_benchmark.py draws learning curves.
+        'bench': ['matplotlib'],
     },
 )

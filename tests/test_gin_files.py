@@ -9,6 +9,8 @@ its experiment has `env_loader` and `agent_fn` parameters; `agent_fn` takes
 
 import glob
 import os
+import shutil
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -17,11 +19,51 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
+from tfa_explore.experiments import rnd_ppo
 from tfa_explore.experiments import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
                              recursive=True))
+RND_PPO_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo',
+                                              '*.gin')))
+
+# The bindings an RND-PPO file may have that its PPO twin lacks (or binds
+# differently): everything about the intrinsic reward, nothing else.
+INTRINSIC_AGENT_PARAMETERS = frozenset(
+    rnd_ppo.INTRINSIC_PARAMETERS + ('use_intrinsic_reward',))
+INTRINSIC_LOOP_PARAMETERS = frozenset(['pre_training_fn'])
+INTRINSIC_CONFIGURABLES = ('warm_up_observation_normalizer',
+                           'rnd_mlp_networks', 'rnd_conv_networks')
+
+
+def _bindings(path):
+  """{(scope, selector, parameter): repr(value)} of one parsed gin file."""
+  gin.clear_config()
+  runner.parse_gin([path], [])
+  bindings = {}
+  # pylint: disable=protected-access
+  for (scope, selector), parameters in gin.config._CONFIG.items():
+    for name, value in parameters.items():
+      bindings[(scope, selector, name)] = repr(value)
+  gin.clear_config()
+  return bindings
+
+
+def is_intrinsic_binding(key):
+  _, selector, name = key
+  if selector == 'rnd_ppo.rnd_ppo_agent':
+    return name in INTRINSIC_AGENT_PARAMETERS
+  if selector == 'on_policy.train_eval':
+    return name in INTRINSIC_LOOP_PARAMETERS
+  return any(selector.endswith(c) for c in INTRINSIC_CONFIGURABLES)
+
+
+def differing_bindings(rnd_path, ppo_path):
+  """Keys bound differently (or only) in one of the two files."""
+  rnd, ppo = _bindings(rnd_path), _bindings(ppo_path)
+  return sorted(key for key in set(rnd) | set(ppo)
+                if rnd.get(key) != ppo.get(key))
 
 
 def _relative(path):
@@ -43,6 +85,47 @@ class GinFilesTest(parameterized.TestCase):
     for expected in ('gin/ppo/cartpole.gin', 'gin/ppo/mountaincar.gin',
                      'gin/ppo/minigrid_empty8x8.gin'):
       self.assertIn(expected, names)
+
+  def test_rnd_ppo_files_exist(self):
+    names = {_relative(path) for path in RND_PPO_FILES}
+    for env in ('mountaincar', 'minigrid_empty8x8', 'minigrid_doorkey5x5',
+                'montezuma'):
+      self.assertIn(f'gin/rnd_ppo/{env}.gin', names)
+
+  @parameterized.named_parameters(
+      (os.path.basename(path).replace('.', '_'), path)
+      for path in RND_PPO_FILES)
+  def test_ppo_twin_differs_only_in_intrinsic_bindings(self, rnd_path):
+    ppo_path = os.path.join(REPO_ROOT, 'gin', 'ppo', os.path.basename(rnd_path))
+    self.assertTrue(os.path.exists(ppo_path),
+                    f'{_relative(rnd_path)} has no PPO twin {ppo_path}')
+    differing = differing_bindings(rnd_path, ppo_path)
+    not_intrinsic = [key for key in differing if not is_intrinsic_binding(key)]
+    self.assertEmpty(not_intrinsic,
+                     f'{_relative(rnd_path)} and its PPO twin differ in '
+                     f'non-intrinsic bindings: {not_intrinsic}')
+    # The switch itself must differ: True in the RND file, False in the twin.
+    switch = ('', 'rnd_ppo.rnd_ppo_agent', 'use_intrinsic_reward')
+    self.assertIn(switch, differing)
+    self.assertEqual(_bindings(rnd_path)[switch], 'True')
+    self.assertEqual(_bindings(ppo_path)[switch], 'False')
+
+  def test_twin_check_catches_a_non_intrinsic_difference(self):
+    # The whitelist is not vacuous: a changed learning rate is reported.
+    rnd_path = os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', 'mountaincar.gin')
+    temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
+    self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
+    changed = os.path.join(temp_dir, 'changed.gin')
+    with open(rnd_path) as source, open(changed, 'w') as target:
+      target.write(source.read().replace(
+          'rnd_ppo.rnd_ppo_agent.learning_rate = 1e-3',
+          'rnd_ppo.rnd_ppo_agent.learning_rate = 3e-4'))
+    differing = differing_bindings(rnd_path, changed)
+    self.assertEqual(differing,
+                     [('', 'rnd_ppo.rnd_ppo_agent', 'learning_rate')])
+    self.assertFalse(is_intrinsic_binding(differing[0]))
+    self.assertTrue(is_intrinsic_binding(
+        ('', 'rnd_ppo.rnd_ppo_agent', 'intrinsic_advantage_coef')))
 
   @parameterized.named_parameters(
       (_relative(path).replace('/', '_').replace('.', '_'), path)

@@ -29,7 +29,7 @@ Each step's info dict carries `agent_pos` (x, y) and `agent_dir`, so an
 `GymnasiumWrapper.last_info`.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import gin
 import gymnasium as gym
@@ -127,7 +127,8 @@ def load(env_id: str = gin.REQUIRED,
          max_episode_steps: Optional[int] = None,
          render_mode: Optional[str] = None,
          discount: float = 1.0,
-         gym_kwargs: Optional[Dict[str, Any]] = None
+         gym_kwargs: Optional[Dict[str, Any]] = None,
+         gym_env_wrappers: Sequence[Callable[[gym.Env], gym.Env]] = ()
         ) -> suite_gymnasium.GymnasiumWrapper:
   """Makes MiniGrid env `env_id` with a single-array image observation.
 
@@ -148,6 +149,9 @@ def load(env_id: str = gin.REQUIRED,
     discount: Discount of non-terminal steps (see suite_gymnasium.load).
     gym_kwargs: Extra keyword arguments for `gymnasium.make`, e.g.
       {'agent_view_size': 5}.
+    gym_env_wrappers: Gymnasium wrappers applied in order on top of the
+      preset's own (they see the single-array observation and `agent_pos`
+      in info), e.g. `[exploration.VisitedCells]`.
 
   Returns:
     A `GymnasiumWrapper` whose observation is uint8 (H, W, C): (7, 7, 4) by
@@ -176,5 +180,7 @@ def load(env_id: str = gin.REQUIRED,
   env = AgentPositionInfo(env)
   env = ImageDirectionObservation(env, one_hot=one_hot,
                                   include_direction=include_direction)
+  for wrapper in gym_env_wrappers:
+    env = wrapper(env)
   return suite_gymnasium.GymnasiumWrapper(env, seed=seed, discount=discount,
                                           env_id=env_id)

@@ -31,6 +31,8 @@ from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
 from tfa_explore.environments import batched
+from tfa_explore.environments import exploration
+from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.utils import files
 from tfa_explore.utils import summaries
 
@@ -154,9 +156,9 @@ def train_eval(
   eval_writer = tf.summary.create_file_writer(
       os.path.join(root_dir, EVAL_DIR), flush_millis=10_000)
 
-  collect_env = tf_py_environment.TFPyEnvironment(
-      batched.make_batched_env(env_loader, num_envs, seed,
-                                parallel=parallel_envs))
+  collect_py_env = batched.make_batched_env(env_loader, num_envs, seed,
+                                            parallel=parallel_envs)
+  collect_env = tf_py_environment.TFPyEnvironment(collect_py_env)
   eval_env = tf_py_environment.TFPyEnvironment(
       batched.make_batched_env(env_loader, num_eval_episodes,
                                seed + EVAL_SEED_OFFSET))
@@ -168,6 +170,7 @@ def train_eval(
 
   env_steps_metric = tf_metrics.EnvironmentSteps()
   env_steps = env_steps_metric.environment_steps
+  terminated_metric = loop_metrics.TerminatedEpisodes()
   train_metrics = [
       env_steps_metric,
       tf_metrics.NumberOfEpisodes(),
@@ -175,6 +178,7 @@ def train_eval(
                                      buffer_size=return_buffer_episodes),
       tf_metrics.AverageEpisodeLengthMetric(batch_size=num_envs,
                                             buffer_size=return_buffer_episodes),
+      terminated_metric,
   ]
   replay_buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
       agent.collect_data_spec, batch_size=num_envs, max_length=rollout_length)
@@ -258,8 +262,10 @@ def train_eval(
   last_eval = None
   while int(env_steps.numpy()) < num_env_steps:
     previous_steps = int(env_steps.numpy())
+    previous_terminated = int(terminated_metric.result().numpy())
     iteration_start = time.time()
     time_step, policy_state = collect(time_step, policy_state)
+    terminated = int(terminated_metric.result().numpy())
     with train_writer.as_default(), tf.summary.record_if(True):
       # Default step for summaries an agent writes without an explicit step.
       tf.summary.experimental.set_step(env_steps)
@@ -276,7 +282,14 @@ def train_eval(
           'EnvironmentSteps': current_steps,
           'NumberOfEpisodes': train_metrics[1].result(),
           'StepsPerSecond': steps_per_second,
+          'TerminatedEpisodes': terminated,
+          'TerminatedEpisodesPerIteration': terminated - previous_terminated,
       }, step=current_steps)
+      exploration_values = exploration.summarize(
+          batched.last_infos(collect_py_env))
+      if exploration_values:
+        summaries.scalars(summaries.EXPLORATION, exploration_values,
+                          step=current_steps)
 
     if (_crossed(previous_steps, current_steps, log_interval) or
         current_steps >= num_env_steps):

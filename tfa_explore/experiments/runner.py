@@ -15,9 +15,11 @@ import gin
 # Registers the configurables gin files may name. Gin files also import
 # what they use, so each one parses on its own.
 # pylint: disable=unused-import
+from tfa_explore.environments import exploration
 from tfa_explore.environments import suite_gymnasium
 from tfa_explore.experiments import on_policy
 from tfa_explore.experiments import ppo
+from tfa_explore.experiments import rnd_ppo
 # pylint: enable=unused-import
 
 CONFIG_ERROR_EXIT_CODE = 2

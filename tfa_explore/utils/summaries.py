@@ -7,6 +7,11 @@ noted:
   collect episodes; eval/: greedy evaluation episodes)
 * `Metrics/EnvironmentSteps`, `Metrics/NumberOfEpisodes`,
   `Metrics/StepsPerSecond` (train/)
+* `Metrics/TerminatedEpisodes` (cumulative episodes that ended by
+  termination, discount 0: the flag, the goal) and
+  `Metrics/TerminatedEpisodesPerIteration` (train/)
+* `Exploration/<name>_{mean,max}` over the collect envs, for envs wrapped
+  by `tfa_explore.environments.exploration` (train/)
 * `Losses/total_loss` (train/, x-axis: the agent's train step, like the
   `Losses/*` TF-Agents agents write themselves)
 * `operative_config` text (train/)
@@ -19,6 +24,7 @@ import tensorflow as tf
 
 METRICS = 'Metrics'
 LOSSES = 'Losses'
+EXPLORATION = 'Exploration'
 
 
 def scalars(area: str, values: Mapping[str, float], step) -> None:
