@@ -29,7 +29,7 @@ setuptools.setup(
         'numpy<2',
     ],
     extras_require={
-        'test': ['pytest'],
+        'test': ['pytest', 'pytest-timeout'],
         # benchmarks/rnd_ppo_benchmark.py draws learning curves.
         'bench': ['matplotlib'],
     },

@@ -1,5 +1,7 @@
 """Writes the learner's new sequence priorities back to Reverb by key."""
 
+import uuid
+
 import reverb
 import tensorflow as tf
 
@@ -24,10 +26,14 @@ class PriorityUpdater:
         `ReverbReplayBuffer.tf_client.server_address`).
       table_name: the prioritized table.
     """
-    # Our own, unshared client: `ReverbReplayBuffer.tf_client` is created
-    # with the fixed shared_name 'rb_tf_client', so in a process that has
-    # seen another server it is the first server's client.
-    self._tf_client = reverb.TFClient(server_address)
+    # Our own client under a unique shared name. TF resources are shared by
+    # name within a process: `ReverbReplayBuffer.tf_client` uses the fixed
+    # name 'rb_tf_client', and an empty name falls back to the op name, so
+    # either would silently reuse the client of the first Reverb server this
+    # process talked to (and block forever once that server is gone).
+    self._tf_client = reverb.TFClient(
+        server_address,
+        shared_name=f'tfa_explore_priority_updater_{uuid.uuid4().hex}')
     self._table_name = table_name
 
   def __call__(self, experience_and_sample_info, loss_info):
