@@ -1,0 +1,43 @@
+r"""One R2D2 actor of a multi-machine run.
+
+  python train/actor.py --task=0 --replay_server=HOST:PORT \
+      --root_dir=runs/r2d2_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin
+
+Actor `task` of `r2d2.train_eval.num_actors` explores with epsilon
+0.4^(1 + 7 task / (N - 1)), writes sequences to the replay server, reads
+the learner's weights from it, and stops when the learner has finished.
+Its summaries go to root_dir/actors/<task>.
+"""
+
+import functools
+
+from absl import app
+from absl import flags
+
+from tfa_explore.experiments import r2d2
+
+_TASK = flags.DEFINE_integer('task', None, 'Actor index in [0, num_actors).',
+                             required=True)
+_REPLAY_SERVER = flags.DEFINE_string(
+    'replay_server', None, 'host:port of train/replay_server.py.',
+    required=True)
+_ROOT_DIR = flags.DEFINE_string('root_dir', None,
+                                'Run directory (actor summaries).')
+_GIN_FILES = flags.DEFINE_multi_string(
+    'gin_file', [], 'Gin config file(s), parsed in order.')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  r2d2.run_job(
+      _GIN_FILES.value, _GIN_BINDINGS.value,
+      functools.partial(r2d2.run_actor, task=_TASK.value,
+                        replay_server=_REPLAY_SERVER.value,
+                        root_dir=_ROOT_DIR.value))
+
+
+if __name__ == '__main__':
+  app.run(main)

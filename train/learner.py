@@ -1,0 +1,41 @@
+r"""The R2D2 learner of a multi-machine run.
+
+  python train/learner.py --replay_server=HOST:PORT \
+      --root_dir=runs/r2d2_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin
+
+Trains from the replay server's prioritized sequences, publishes weights to
+the actors through its variables table, and writes the usual root_dir
+(operative_config.gin, train/, eval/, checkpoints/, policies/). Stops once
+the actors have taken NUM_ENV_STEPS env steps; rerunning resumes.
+"""
+
+import functools
+
+from absl import app
+from absl import flags
+
+from tfa_explore.experiments import r2d2
+
+_REPLAY_SERVER = flags.DEFINE_string(
+    'replay_server', None, 'host:port of train/replay_server.py.',
+    required=True)
+_ROOT_DIR = flags.DEFINE_string(
+    'root_dir', None, 'Run directory: summaries, checkpoints, policies.',
+    required=True)
+_GIN_FILES = flags.DEFINE_multi_string(
+    'gin_file', [], 'Gin config file(s), parsed in order.')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  r2d2.run_job(
+      _GIN_FILES.value, _GIN_BINDINGS.value,
+      functools.partial(r2d2.run_learner, replay_server=_REPLAY_SERVER.value,
+                        root_dir=_ROOT_DIR.value))
+
+
+if __name__ == '__main__':
+  app.run(main)

@@ -1,0 +1,35 @@
+r"""Serves the Reverb tables of a multi-machine R2D2 run.
+
+  python train/replay_server.py --port=8000 \
+      --gin_file=gin/r2d2/stateless_cartpole.gin
+
+The tables (prioritized sequences, the learner's weights, actor progress)
+are built from the agent the gin file describes, so actors and learner
+started with the same gin file find matching signatures. Runs until killed.
+"""
+
+import functools
+
+from absl import app
+from absl import flags
+
+from tfa_explore.experiments import r2d2
+
+_PORT = flags.DEFINE_integer('port', None, 'Port to serve on.', required=True)
+_GIN_FILES = flags.DEFINE_multi_string(
+    'gin_file', [], 'Gin config file(s), parsed in order.')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  server = r2d2.run_job(
+      _GIN_FILES.value, _GIN_BINDINGS.value,
+      functools.partial(r2d2.make_replay_server, port=_PORT.value))
+  server.wait()
+
+
+if __name__ == '__main__':
+  app.run(main)
