@@ -1,0 +1,147 @@
+r"""R2D2 vs its feed-forward twin on StatelessCartPole-v1, plus throughput.
+
+  python benchmarks/r2d2_benchmark.py --output_dir=runs/r2d2_benchmark \
+      [--seeds=0,1,2] [--variants=r2d2,feed_forward] [--num_env_steps=200000]
+      [--report_only]
+
+Runs train/train_eval.py with gin/r2d2/stateless_cartpole.gin once per
+(variant, seed), one run at a time, into output_dir/<variant>_seed<seed>
+(an existing finished run is reused), then reads the TensorBoard logs and
+prints:
+
+* per run: final greedy eval return, best eval return, the first env step
+  with an eval return >= 450 (the target), wall time;
+* throughput: sequences inserted per second (Replay/inserted over the run),
+  learner steps per second and env steps per second overall.
+
+The feed-forward variant binds `r2d2.r2d2_agent_fn.lstm_size = None` (no
+recurrence, empty stored state); everything else is identical.
+"""
+
+import glob
+import os
+import subprocess
+import sys
+import time
+
+from absl import app
+from absl import flags
+import tensorflow as tf
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GIN_FILE = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'stateless_cartpole.gin')
+TARGET_RETURN = 450.0
+VARIANT_BINDINGS = {
+    'r2d2': [],
+    'feed_forward': ['r2d2.r2d2_agent_fn.lstm_size = None'],
+}
+
+_OUTPUT_DIR = flags.DEFINE_string('output_dir', 'runs/r2d2_benchmark',
+                                  'Where the runs go.')
+_SEEDS = flags.DEFINE_list('seeds', ['0', '1', '2'], 'Seeds.')
+_VARIANTS = flags.DEFINE_list('variants', ['r2d2', 'feed_forward'],
+                              f'Subset of {sorted(VARIANT_BINDINGS)}.')
+_NUM_ENV_STEPS = flags.DEFINE_integer('num_env_steps', 200_000,
+                                      'Env steps per run.')
+_REPORT_ONLY = flags.DEFINE_bool('report_only', False,
+                                 'Only read existing runs.')
+
+
+def read_scalars(directory):
+  """{tag: [(step, wall_time, value)]} of the event files in `directory`."""
+  scalars = {}
+  for path in sorted(glob.glob(os.path.join(directory, 'events.out.*'))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        if value.tag == 'operative_config':
+          continue
+        scalars.setdefault(value.tag, []).append(
+            (event.step, event.wall_time,
+             float(tf.make_ndarray(value.tensor))))
+  return scalars
+
+
+def summarize(run_dir):
+  """Figures of one finished run, or None."""
+  evals = read_scalars(os.path.join(run_dir, 'eval')).get(
+      'Metrics/AverageReturn', [])
+  train = read_scalars(os.path.join(run_dir, 'train'))
+  if not evals or 'Metrics/EnvironmentSteps' not in train:
+    return None
+  steps = train['Metrics/EnvironmentSteps']
+  learner = train['Metrics/LearnerSteps']
+  inserted = train['Replay/inserted']
+  wall = steps[-1][1] - steps[0][1]
+  reached = [step for step, _, value in evals if value >= TARGET_RETURN]
+  return {
+      'final': evals[-1][2],
+      'best': max(value for _, _, value in evals),
+      'first_target_step': reached[0] if reached else None,
+      'env_steps': int(steps[-1][2]),
+      'env_steps_per_second': (steps[-1][2] - steps[0][2]) / max(wall, 1e-9),
+      'learner_steps_per_second':
+          (learner[-1][2] - learner[0][2]) / max(wall, 1e-9),
+      'sequences_per_second':
+          (inserted[-1][2] - inserted[0][2]) / max(wall, 1e-9),
+      'wall_seconds': wall,
+  }
+
+
+def run(variant, seed, run_dir):
+  command = [
+      sys.executable, os.path.join(REPO_ROOT, 'train', 'train_eval.py'),
+      f'--root_dir={run_dir}', f'--gin_file={GIN_FILE}',
+      f'--gin_bindings=SEED={seed}',
+      f'--gin_bindings=NUM_ENV_STEPS={_NUM_ENV_STEPS.value}',
+  ] + [f'--gin_bindings={binding}' for binding in VARIANT_BINDINGS[variant]]
+  print(' '.join(command), flush=True)
+  start = time.time()
+  with open(run_dir + '.log', 'w') as log:
+    subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True,
+                   cwd=REPO_ROOT)
+  print(f'  {variant} seed {seed}: {time.time() - start:.0f} s', flush=True)
+
+
+def main(argv):
+  del argv
+  output_dir = os.path.abspath(_OUTPUT_DIR.value)
+  os.makedirs(output_dir, exist_ok=True)
+  rows = []
+  for variant in _VARIANTS.value:
+    for seed in _SEEDS.value:
+      run_dir = os.path.join(output_dir, f'{variant}_seed{seed}')
+      result = summarize(run_dir) if os.path.isdir(run_dir) else None
+      finished = (result is not None and
+                  result['env_steps'] >= _NUM_ENV_STEPS.value)
+      if not finished and not _REPORT_ONLY.value:
+        run(variant, seed, run_dir)
+        result = summarize(run_dir)
+      rows.append((variant, seed, result))
+
+  print(f'\nStatelessCartPole-v1, greedy eval return (10 episodes), '
+        f'target >= {TARGET_RETURN:.0f}\n')
+  print('| variant | seed | env steps | final return | best return | '
+        'first >= 450 at | wall (s) |')
+  print('|---|---|---|---|---|---|---|')
+  for variant, seed, result in rows:
+    if result is None:
+      print(f'| {variant} | {seed} | not run | | | | |')
+      continue
+    first = result['first_target_step']
+    print(f"| {variant} | {seed} | {result['env_steps']} | "
+          f"{result['final']:.1f} | {result['best']:.1f} | "
+          f"{first if first is not None else 'never'} | "
+          f"{result['wall_seconds']:.0f} |")
+  print('\nThroughput (whole run, from TensorBoard):\n')
+  print('| variant | seed | sequences inserted/s | learner steps/s | '
+        'env steps/s |')
+  print('|---|---|---|---|---|')
+  for variant, seed, result in rows:
+    if result is not None:
+      print(f"| {variant} | {seed} | {result['sequences_per_second']:.1f} | "
+            f"{result['learner_steps_per_second']:.1f} | "
+            f"{result['env_steps_per_second']:.0f} |")
+
+
+if __name__ == '__main__':
+  app.run(main)

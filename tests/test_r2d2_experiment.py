@@ -1,0 +1,289 @@
+"""R2D2 experiments: single-machine train_eval, three-process run, errors.
+
+Tiny settings on the fake Counting env (episodes of 6 steps, sequences of
+burn-in 2 + trace 4 + 1), so each run takes seconds plus TF start-up.
+"""
+
+import functools
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl.testing import absltest
+import gin
+import numpy as np
+import portpicker
+import reverb
+import tensorflow as tf
+# Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
+import tensorflow_probability  # pylint: disable=unused-import
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import runner
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TINY_GIN = """
+import tfa_explore.agents.r2d2.config
+import tfa_explore.environments.suite_gymnasium
+import tfa_explore.experiments.r2d2
+import tfa_explore.experiments.runner
+import tfa_explore.testing.fake_envs
+
+NUM_ENV_STEPS = 120
+SEED = 0
+run_experiment.experiment = @r2d2.train_eval
+r2d2.train_eval.env_loader = @suite_gymnasium.load
+suite_gymnasium.load.env_id = 'tfa_explore_testing/Counting-v0'
+suite_gymnasium.load.gym_kwargs = {'episode_length': 6}
+r2d2.train_eval.agent_fn = @r2d2.r2d2_agent_fn
+r2d2.train_eval.num_env_steps = %NUM_ENV_STEPS
+r2d2.train_eval.seed = %SEED
+r2d2.train_eval.num_actors = 2
+r2d2.train_eval.batch_size = 4
+r2d2.train_eval.replay_capacity = 1000
+r2d2.train_eval.samples_per_insert = 2.0
+r2d2.train_eval.min_size_to_sample = 4
+r2d2.train_eval.priority_exponent = 0.9
+r2d2.train_eval.eval_interval = 1000000
+r2d2.train_eval.num_eval_episodes = 2
+r2d2.train_eval.checkpoint_interval = 1000000
+r2d2.train_eval.log_interval = 40
+r2d2.train_eval.summary_interval = 2
+r2d2.train_eval.train_steps_per_iteration = 2
+r2d2.train_eval.variable_push_period = 2
+r2d2.train_eval.actor_update_period = 12
+r2d2.train_eval.sample_timeout_seconds = 5.0
+r2d2.train_eval.shutdown_timeout_seconds = 20.0
+r2d2.r2d2_agent_fn.sequence_config = @r2d2/SequenceConfig()
+r2d2/SequenceConfig.burn_in_steps = 2
+r2d2/SequenceConfig.trace_length = 4
+r2d2/SequenceConfig.replay_period = 2
+r2d2.r2d2_agent_fn.lstm_size = 8
+r2d2.r2d2_agent_fn.torso_fc_layer_params = (8,)
+r2d2.r2d2_agent_fn.dueling_fc_layer_params = (8,)
+r2d2.r2d2_agent_fn.learning_rate = 1e-3
+r2d2.r2d2_agent_fn.adam_epsilon = 1e-3
+r2d2.r2d2_agent_fn.n_step = 2
+r2d2.r2d2_agent_fn.gamma = 0.9
+r2d2.r2d2_agent_fn.target_update_period = 5
+r2d2.r2d2_agent_fn.importance_sampling_exponent = 0.6
+r2d2.r2d2_agent_fn.priority_max_weight = 0.9
+r2d2.r2d2_agent_fn.gradient_clipping = 40.0
+"""
+
+
+def read_events(directory):
+  """{tag: [(step, value)]} of all event files in `directory`."""
+  events = {}
+  for path in sorted(glob.glob(os.path.join(directory, 'events.out.*'))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        events.setdefault(value.tag, []).append(
+            (event.step, tf.make_ndarray(value.tensor)))
+  return events
+
+
+class _TestCase(tf.test.TestCase):
+  # tf.test.TestCase's deprecated `test_session` is not a test.
+  test_session = None
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
+    self.gin_file = os.path.join(self.get_temp_dir(), 'tiny_r2d2.gin')
+    with open(self.gin_file, 'w') as f:
+      f.write(TINY_GIN)
+
+  def settings(self, *bindings):
+    runner.parse_gin([self.gin_file], list(bindings))
+    return r2d2.train_eval(root_dir=None, job=lambda settings: settings)
+
+
+class SingleMachineTest(_TestCase):
+
+  def test_train_eval_trains_evaluates_checkpoints_and_resumes(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'run')
+    runner.parse_gin([self.gin_file], [])
+    start = time.time()
+    result = r2d2.train_eval(root_dir=root_dir)
+    elapsed = time.time() - start
+    self.assertGreaterEqual(result['EnvironmentSteps'], 120)
+    # Counting-v0: reward t at step t, 6 steps -> 0 + 1 + ... + 5 + 6 = 21.
+    self.assertEqual(result['AverageReturn'], 21.0)
+    self.assertEqual(result['AverageEpisodeLength'], 6.0)
+    self.assertLess(elapsed, 120)
+
+    self.assertTrue(os.path.exists(os.path.join(root_dir,
+                                                'operative_config.gin')))
+    train = read_events(os.path.join(root_dir, 'train'))
+    for tag in ('Losses/td_loss', 'Q/selected_mean', 'Q/selected_max',
+                'Replay/priority_mean', 'Replay/priority_max', 'Replay/size',
+                'Replay/inserts_per_second', 'Replay/samples_per_second',
+                'Metrics/EnvironmentSteps', 'Metrics/AverageReturn',
+                'Actor/0/AverageReturn', 'Actor/0/Epsilon',
+                'Actor/1/AverageReturn', 'Actor/1/Epsilon',
+                'operative_config'):
+      self.assertIn(tag, train)
+    # epsilon_i = 0.4^(1 + 7 i / (N - 1)): 0.4 and 0.4^8 for N = 2.
+    self.assertAllClose(train['Actor/0/Epsilon'][-1][1], 0.4)
+    self.assertAllClose(train['Actor/1/Epsilon'][-1][1], 0.4**8)
+    self.assertTrue(np.isfinite(train['Losses/td_loss'][-1][1]))
+    self.assertGreater(train['Replay/inserted'][-1][1], 0)
+    evals = read_events(os.path.join(root_dir, 'eval'))
+    self.assertEqual(float(evals['Metrics/AverageReturn'][-1][1]), 21.0)
+    actor_events = read_events(os.path.join(root_dir, 'actors', '0'))
+    self.assertIn('Actor/SequencesPerSecond', actor_events)
+
+    # The exported greedy policy is stateful and runs on raw time steps.
+    policy = tf.saved_model.load(
+        os.path.join(root_dir, 'policies', 'greedy_policy'))
+    state = policy.get_initial_state(1)
+    step = ts.restart(tf.constant([[0.0]]), batch_size=1)
+    action = policy.action(step, state).action
+    self.assertIn(int(action[0]), (0, 1))
+
+    checkpoints = tf.train.get_checkpoint_state(
+        os.path.join(root_dir, 'checkpoints'))
+    first_checkpoint = checkpoints.model_checkpoint_path
+    train_steps = int(train['Metrics/LearnerSteps'][-1][1])
+    self.assertGreater(train_steps, 0)
+
+    # Resume with a larger budget: the counters continue.
+    gin.clear_config()
+    runner.parse_gin([self.gin_file], ['NUM_ENV_STEPS = 200'])
+    result = r2d2.train_eval(root_dir=root_dir)
+    self.assertGreaterEqual(result['EnvironmentSteps'], 200)
+    latest = tf.train.get_checkpoint_state(
+        os.path.join(root_dir, 'checkpoints')).model_checkpoint_path
+    self.assertNotEqual(latest, first_checkpoint)
+    train = read_events(os.path.join(root_dir, 'train'))
+    self.assertGreater(int(train['Metrics/LearnerSteps'][-1][1]),
+                       train_steps)
+    # The resumed run's env-step axis starts where the first one ended.
+    resumed_steps = [s for s, _ in train['Metrics/LearnerSteps']]
+    self.assertGreaterEqual(min(resumed_steps[-1:]), 120)
+
+  def test_feed_forward_baseline_runs(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'ff')
+    runner.parse_gin([self.gin_file],
+                     ['r2d2.r2d2_agent_fn.lstm_size = None',
+                      "r2d2.train_eval.actor_mode = 'thread'"])
+    result = r2d2.train_eval(root_dir=root_dir)
+    self.assertGreaterEqual(result['EnvironmentSteps'], 120)
+
+
+class ErrorsTest(_TestCase):
+
+  def test_non_discrete_action_spec_is_named(self):
+    settings = self.settings()
+    env = settings.env_loader(seed=0)
+    time_step_spec = tensor_spec.from_spec(env.time_step_spec())
+    env.close()
+    continuous = tensor_spec.BoundedTensorSpec((), tf.float32, -1.0, 1.0)
+    with self.assertRaisesRegex(ValueError, 'discrete.*float32'):
+      settings.agent_fn(time_step_spec=time_step_spec,
+                        action_spec=continuous,
+                        train_step_counter=tf.Variable(0, dtype=tf.int64))
+
+  def test_replay_server_of_another_agent_is_refused(self):
+    server = r2d2.make_replay_server(self.settings())
+    self.addCleanup(server.stop)
+    gin.clear_config()
+    other = self.settings('r2d2.r2d2_agent_fn.lstm_size = 4')
+    address = f'localhost:{server.port}'
+    with self.assertRaisesRegex(ValueError, 'network_state.*float32\\[7, 4\\]'):
+      r2d2.run_actor(other, task=0, replay_server=address)
+    with self.assertRaisesRegex(ValueError, 'network_state'):
+      r2d2.run_learner(other, address,
+                       os.path.join(self.get_temp_dir(), 'learner'))
+
+  def test_server_without_r2d2_tables_is_named(self):
+    server = reverb.Server([reverb.Table.queue('other', 10)], port=None)
+    self.addCleanup(server.stop)
+    with self.assertRaisesRegex(ValueError, 'no table.*r2d2_sequences'):
+      r2d2.run_actor(self.settings(), task=0,
+                     replay_server=f'localhost:{server.port}')
+
+  def test_task_out_of_range(self):
+    with self.assertRaisesRegex(ValueError, 'task must be in'):
+      r2d2.run_actor(self.settings(), task=2, replay_server='localhost:1')
+
+
+class ThreeProcessTest(_TestCase):
+  """replay_server.py, learner.py and 2 x actor.py on loopback."""
+
+  def _start(self, name, args, log_dir):
+    log = open(os.path.join(log_dir, f'{name}.log'), 'w')
+    self.addCleanup(log.close)
+    process = subprocess.Popen(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', f'{name}.py')] +
+        args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+
+    def stop():
+      if process.poll() is None:
+        process.kill()
+      process.wait(timeout=30)
+    self.addCleanup(stop)
+    return process
+
+  def _log(self, log_dir, name):
+    with open(os.path.join(log_dir, f'{name.split()[0]}.log')) as f:
+      return f.read()[-3000:]
+
+  def test_three_binaries_train_on_loopback(self):
+    port = portpicker.pick_unused_port()
+    address = f'127.0.0.1:{port}'
+    root_dir = os.path.join(self.get_temp_dir(), 'distributed')
+    log_dir = tempfile.mkdtemp(dir=self.get_temp_dir())
+    gin_args = [f'--gin_file={self.gin_file}']
+    server = self._start('replay_server', [f'--port={port}'] + gin_args,
+                         log_dir)
+    learner = self._start(
+        'learner', [f'--replay_server={address}', f'--root_dir={root_dir}'] +
+        gin_args, log_dir)
+    actors = []
+    for task in range(2):
+      actors.append(self._start(
+          'actor', [f'--task={task}', f'--replay_server={address}',
+                    f'--root_dir={root_dir}'] + gin_args, log_dir))
+    try:
+      learner_code = learner.wait(timeout=240)
+    except subprocess.TimeoutExpired:
+      self.fail('learner did not finish in 240 s:\n' +
+                self._log(log_dir, 'learner'))
+    self.assertEqual(learner_code, 0, self._log(log_dir, 'learner'))
+    for actor_process in actors:
+      # Actors stop on their own once the learner has published `finished`.
+      self.assertEqual(actor_process.wait(timeout=60), 0,
+                       self._log(log_dir, 'actor'))
+    self.assertIsNone(server.poll())  # serves until killed
+
+    train = read_events(os.path.join(root_dir, 'train'))
+    self.assertGreaterEqual(int(train['Metrics/EnvironmentSteps'][-1][1]),
+                            120)
+    self.assertGreater(int(train['Metrics/LearnerSteps'][-1][1]), 0)
+    self.assertIn('Actor/1/AverageReturn', train)
+    self.assertTrue(os.path.isdir(
+        os.path.join(root_dir, 'policies', 'greedy_policy')))
+
+  def test_bad_gin_binding_exits_with_code_2(self):
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', 'learner.py'),
+         '--replay_server=127.0.0.1:1', f'--root_dir={self.get_temp_dir()}',
+         f'--gin_file={self.gin_file}',
+         '--gin_bindings=r2d2.train_eval.no_such_parameter = 1'],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+        check=False)
+    self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+    self.assertIn('no_such_parameter', result.stderr)
+
+
+if __name__ == '__main__':
+  absltest.main()
