@@ -1,0 +1,753 @@
+"""Demonstration episodes: recording, a checked file format, R2D3 sequences.
+
+Episodes. A `DemoEpisode` of n transitions holds the n + 1 time steps
+s_0 (FIRST) .. s_n (LAST) (`observation`, `step_type`, `reward`,
+`discount`, where `reward[t]`/`discount[t]` arrive with s_t as in TF-Agents
+time steps, so `reward[0] = 0`) and the n actions a_0 .. a_{n-1}. Its return
+is `sum(reward[1:])`.
+
+File format (version 1), little endian:
+
+    offset 0   magic  b'TFADEMO\\0'                        8 bytes
+           8   format version, uint32                     4 bytes
+          12   header length H, uint32                    4 bytes
+          16   CRC32 of the header bytes, uint32          4 bytes
+          20   header: UTF-8 JSON                         H bytes
+      20 + H   episode records, back to back
+
+The header names the env id, the time step and action specs (every leaf:
+path, shape, dtype, bounds), the episode count and, per episode, its
+record's offset (from the start of the records), length, CRC32, number of
+transitions and return, plus free-form `metadata` (e.g. the source). A
+record is an `.npz` (no pickles) with the arrays `step_type`, `reward`,
+`discount`, `action` and `observation` (`observation/<path>` for nested
+observations).
+
+Robustness. `DemonstrationWriter` streams records to a temporary file next
+to the destination and, on `close()`, writes header + records to a second
+temporary file, fsyncs and renames it into place: a crash leaves either no
+file or the previous one, never a partial file. The reader trusts nothing:
+a short file names the byte offset where data is missing, a checksum
+mismatch names the header or the episode and its byte range, arrays are
+checked against the header's specs (field named), and the header's specs
+against the agent's (`check_specs`, field named). Nothing is skipped
+silently: any bad episode fails the whole read.
+
+Sequences. Demonstrations are replayed as the agent's own data: each
+episode becomes the trajectories an R2D2 actor would have written, with the
+policy info of `collect_data_spec` (`network_state` zeros: demonstrations
+have no recurrent state, so every demo sequence starts from the zero state
+and the learner's burn-in warms it up, as in Paine et al. 2019;
+`prev_action` / `prev_reward` from the demo itself), cut into overlapping
+sequences by the same `R2D2SequenceObserver` the actors use
+(`write_to_table`, or `episode_sequences` in memory).
+"""
+
+import dataclasses
+import io
+import json
+import os
+import struct
+import tempfile
+import zlib
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import gin
+import numpy as np
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
+from tf_agents.trajectories import trajectory as trajectory_lib
+from tf_agents.utils import nest_utils
+
+from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.replay import sequence_writer
+
+MAGIC = b'TFADEMO\0'
+FORMAT_VERSION = 1
+_PREAMBLE = struct.Struct('<8sIII')  # magic, version, header length, CRC32.
+PREAMBLE_SIZE = _PREAMBLE.size  # 20 bytes.
+
+
+class DemonstrationFileError(ValueError):
+  """A demonstration file is truncated, corrupt or inconsistent."""
+
+
+class DemonstrationSpecError(ValueError):
+  """A demonstration file's specs do not match the agent's."""
+
+
+@dataclasses.dataclass
+class DemoEpisode:
+  """One episode of n transitions; see the module docstring."""
+  observation: Any  # Nest of [n + 1, ...] arrays.
+  step_type: np.ndarray  # [n + 1] int32: FIRST, MID..., LAST.
+  reward: np.ndarray  # [n + 1] float32; reward[0] = 0.
+  discount: np.ndarray  # [n + 1] float32.
+  action: np.ndarray  # [n].
+
+  @property
+  def num_transitions(self) -> int:
+    return int(len(self.action))
+
+  @property
+  def episode_return(self) -> float:
+    return float(np.sum(self.reward[1:], dtype=np.float64))
+
+
+@dataclasses.dataclass
+class Demonstrations:
+  """The contents of a demonstration file."""
+  env_id: str
+  episodes: List[DemoEpisode]
+  time_step_spec: Any
+  action_spec: Any
+  metadata: Dict[str, Any]
+
+  @property
+  def returns(self) -> List[float]:
+    return [episode.episode_return for episode in self.episodes]
+
+
+# --- specs ------------------------------------------------------------------
+
+
+def _leaves_with_paths(nest, prefix):
+  """[(path, leaf)] with paths like 'observation' or 'observation/image'."""
+  leaves = []
+  for path, leaf in nest_utils.flatten_with_joined_paths(nest):
+    leaves.append((f'{prefix}/{path}' if path else prefix, leaf))
+  return leaves
+
+
+def _spec_fields(time_step_spec, action_spec):
+  """{field path: spec} of everything a demo file records."""
+  time_step_spec = tensor_spec.from_spec(time_step_spec)
+  fields = dict(_leaves_with_paths(time_step_spec.observation,
+                                   'observation'))
+  fields['reward'] = time_step_spec.reward
+  fields['discount'] = time_step_spec.discount
+  fields['step_type'] = time_step_spec.step_type
+  fields.update(_leaves_with_paths(tensor_spec.from_spec(action_spec),
+                                   'action'))
+  return fields
+
+
+def _spec_to_json(spec):
+  entry = {'shape': [int(d) for d in spec.shape],
+           'dtype': tf.as_dtype(spec.dtype).name}
+  if tensor_spec.is_bounded(spec):
+    entry['minimum'] = np.asarray(spec.minimum).tolist()
+    entry['maximum'] = np.asarray(spec.maximum).tolist()
+  return entry
+
+
+def specs_to_json(time_step_spec, action_spec):
+  """The header's `specs`: {field path: {shape, dtype[, minimum, maximum]}}."""
+  return {path: _spec_to_json(spec)
+          for path, spec in _spec_fields(time_step_spec, action_spec).items()}
+
+
+def check_specs(file_specs, time_step_spec, action_spec, source='file'):
+  """Raises DemonstrationSpecError naming the first field that differs.
+
+  Args:
+    file_specs: a header's `specs` (see `specs_to_json`).
+    time_step_spec, action_spec: the agent's (or env's) specs.
+    source: file name for the message.
+  """
+  expected = specs_to_json(time_step_spec, action_spec)
+  missing = sorted(set(expected) - set(file_specs))
+  extra = sorted(set(file_specs) - set(expected))
+  if missing or extra:
+    raise DemonstrationSpecError(
+        f'Demonstrations in {source} do not match the agent\'s specs: fields '
+        f'missing from the file {missing}, fields the agent does not have '
+        f'{extra}.')
+  for path, expected_entry in expected.items():
+    actual_entry = file_specs[path]
+    for key in ('shape', 'dtype', 'minimum', 'maximum'):
+      if actual_entry.get(key) != expected_entry.get(key):
+        raise DemonstrationSpecError(
+            f'Demonstrations in {source}: field {path!r} has {key} '
+            f'{actual_entry.get(key)} in the file but the agent needs '
+            f'{expected_entry.get(key)}.')
+
+
+def _check_episode_arrays(arrays, specs, where):
+  """Checks a record's arrays against the header specs; names the field."""
+  missing = sorted(set(specs) - set(arrays))
+  extra = sorted(set(arrays) - set(specs))
+  if missing or extra:
+    raise DemonstrationFileError(
+        f'{where}: arrays missing {missing}, unexpected arrays {extra}.')
+  num_steps = len(arrays['step_type'])
+  if num_steps < 2:
+    raise DemonstrationFileError(
+        f'{where}: an episode needs at least 2 time steps, got {num_steps}.')
+  for path, spec in specs.items():
+    array = arrays[path]
+    steps = num_steps - 1 if path.startswith('action') else num_steps
+    shape = [steps] + list(spec['shape'])
+    if list(array.shape) != shape or array.dtype.name != spec['dtype']:
+      raise DemonstrationFileError(
+          f'{where}: field {path!r} is {array.dtype.name}{list(array.shape)}, '
+          f'expected {spec["dtype"]}{shape}.')
+    if 'minimum' in spec and array.size and (
+        np.any(array < np.asarray(spec['minimum'])) or
+        np.any(array > np.asarray(spec['maximum']))):
+      raise DemonstrationFileError(
+          f'{where}: field {path!r} has values outside '
+          f'[{spec["minimum"]}, {spec["maximum"]}].')
+  step_type = arrays['step_type']
+  expected_types = np.full(num_steps, ts.StepType.MID)
+  expected_types[0], expected_types[-1] = ts.StepType.FIRST, ts.StepType.LAST
+  if not np.array_equal(step_type, expected_types):
+    raise DemonstrationFileError(
+        f'{where}: field \'step_type\' must be FIRST, MID..., LAST; got '
+        f'{step_type.tolist()}.')
+
+
+# --- episodes <-> arrays ----------------------------------------------------
+
+
+def _episode_arrays(episode, time_step_spec, action_spec):
+  """{field path: array} of an episode, cast to the specs' dtypes."""
+  fields = _spec_fields(time_step_spec, action_spec)
+  values = dict(_leaves_with_paths(episode.observation, 'observation'))
+  values.update(step_type=episode.step_type, reward=episode.reward,
+                discount=episode.discount)
+  values.update(_leaves_with_paths(episode.action, 'action'))
+  arrays = {}
+  for path, spec in fields.items():
+    if path not in values:
+      raise DemonstrationSpecError(
+          f'Episode has no field {path!r} of the specs.')
+    arrays[path] = np.asarray(values[path]).astype(
+        tf.as_dtype(spec.dtype).as_numpy_dtype, copy=False)
+  return arrays
+
+
+def _episode_from_arrays(arrays, time_step_spec, action_spec):
+  observation_paths = [
+      path for path, _ in _leaves_with_paths(
+          tensor_spec.from_spec(time_step_spec).observation, 'observation')]
+  observation = tf.nest.pack_sequence_as(
+      tensor_spec.from_spec(time_step_spec).observation,
+      [arrays[path] for path in observation_paths])
+  action_paths = [path for path, _ in _leaves_with_paths(
+      tensor_spec.from_spec(action_spec), 'action')]
+  action = tf.nest.pack_sequence_as(
+      tensor_spec.from_spec(action_spec),
+      [arrays[path] for path in action_paths])
+  return DemoEpisode(observation=observation, step_type=arrays['step_type'],
+                     reward=arrays['reward'], discount=arrays['discount'],
+                     action=action)
+
+
+def _specs_from_json(specs):
+  """(time_step_spec, action_spec) rebuilt from a header's specs.
+
+  Nested observations come back as flat dicts keyed by their path below
+  'observation' (the file does not record the nest types).
+  """
+  def spec_of(path, entry):
+    dtype = tf.as_dtype(entry['dtype'])
+    if 'minimum' in entry:
+      return tensor_spec.BoundedTensorSpec(
+          entry['shape'], dtype, entry['minimum'], entry['maximum'], name=path)
+    return tf.TensorSpec(entry['shape'], dtype, name=path)
+
+  observation_paths = [p for p in specs if p.split('/')[0] == 'observation']
+  if observation_paths == ['observation']:
+    observation = spec_of('observation', specs['observation'])
+  else:
+    observation = {p[len('observation/'):]: spec_of(p, specs[p])
+                   for p in observation_paths}
+  time_step_spec = ts.TimeStep(
+      step_type=spec_of('step_type', specs['step_type']),
+      reward=spec_of('reward', specs['reward']),
+      discount=spec_of('discount', specs['discount']),
+      observation=observation)
+  action_paths = [p for p in specs if p.split('/')[0] == 'action']
+  if action_paths != ['action']:
+    raise DemonstrationFileError(
+        f'Only single-array actions are supported; the file has {action_paths}.')
+  return time_step_spec, spec_of('action', specs['action'])
+
+
+# --- writing ----------------------------------------------------------------
+
+
+class DemonstrationWriter:
+  """Writes a demonstration file atomically; use as a context manager.
+
+  `add_episode` checks and appends one episode; `close` (or leaving the
+  `with` block normally) writes the file. Leaving the block with an
+  exception, or `abort`, removes the temporary files and leaves `path`
+  untouched.
+  """
+
+  def __init__(self, path, env_id, time_step_spec, action_spec,
+               metadata=None):
+    self._path = os.fspath(path)
+    self._env_id = str(env_id)
+    self._time_step_spec = tensor_spec.from_spec(time_step_spec)
+    self._action_spec = tensor_spec.from_spec(action_spec)
+    self._specs = specs_to_json(self._time_step_spec, self._action_spec)
+    self._metadata = dict(metadata or {})
+    directory = os.path.dirname(os.path.abspath(self._path))
+    os.makedirs(directory, exist_ok=True)
+    self._directory = directory
+    fd, self._records_path = tempfile.mkstemp(
+        dir=directory, prefix=f'.{os.path.basename(self._path)}.records-')
+    self._records = os.fdopen(fd, 'wb')
+    self._episodes = []
+    self._offset = 0
+    self._closed = False
+
+  def __enter__(self):
+    return self
+
+  def __exit__(self, exc_type, exc_value, traceback):
+    if exc_type is None:
+      self.close()
+    else:
+      self.abort()
+    return False
+
+  @property
+  def num_episodes(self):
+    return len(self._episodes)
+
+  def add_episode(self, episode: DemoEpisode):
+    """Checks `episode` against the specs and appends its record."""
+    if self._closed:
+      raise ValueError('DemonstrationWriter is closed.')
+    arrays = _episode_arrays(episode, self._time_step_spec, self._action_spec)
+    _check_episode_arrays(arrays, self._specs,
+                          f'Episode {len(self._episodes)} being written')
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    record = buffer.getvalue()
+    self._records.write(record)
+    self._episodes.append({
+        'offset': self._offset,
+        'length': len(record),
+        'crc32': zlib.crc32(record),
+        'num_transitions': episode.num_transitions,
+        'return': episode.episode_return,
+    })
+    self._offset += len(record)
+
+  def close(self):
+    """Writes header + records to a temp file and renames it to `path`."""
+    if self._closed:
+      return
+    self._records.close()
+    header = json.dumps({
+        'env_id': self._env_id,
+        'specs': self._specs,
+        'num_episodes': len(self._episodes),
+        'episodes': self._episodes,
+        'metadata': self._metadata,
+    }, sort_keys=True).encode('utf-8')
+    fd, tmp_path = tempfile.mkstemp(
+        dir=self._directory, prefix=f'.{os.path.basename(self._path)}.tmp-')
+    try:
+      with os.fdopen(fd, 'wb') as f:
+        f.write(_PREAMBLE.pack(MAGIC, FORMAT_VERSION, len(header),
+                               zlib.crc32(header)))
+        f.write(header)
+        with open(self._records_path, 'rb') as records:
+          while True:
+            chunk = records.read(1 << 20)
+            if not chunk:
+              break
+            f.write(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+      os.replace(tmp_path, self._path)
+    except BaseException:
+      if os.path.exists(tmp_path):
+        os.remove(tmp_path)
+      raise
+    finally:
+      self._closed = True
+      if os.path.exists(self._records_path):
+        os.remove(self._records_path)
+
+  def abort(self):
+    """Discards everything written; `path` keeps its previous content."""
+    if self._closed:
+      return
+    self._closed = True
+    self._records.close()
+    if os.path.exists(self._records_path):
+      os.remove(self._records_path)
+
+
+def write_demonstrations(path, env_id, time_step_spec, action_spec, episodes,
+                         metadata=None):
+  """Writes `episodes` to `path` (atomically); see `DemonstrationWriter`."""
+  with DemonstrationWriter(path, env_id, time_step_spec, action_spec,
+                           metadata) as writer:
+    for episode in episodes:
+      writer.add_episode(episode)
+
+
+# --- reading ----------------------------------------------------------------
+
+
+def _read_exactly(f, size, offset, what, path):
+  data = f.read(size)
+  if len(data) != size:
+    raise DemonstrationFileError(
+        f'{path} is truncated: {what} needs bytes {offset}..{offset + size} '
+        f'but the file ends at byte {offset + len(data)}.')
+  return data
+
+
+def read_header(path):
+  """(header dict, byte offset of the first record) of a demo file."""
+  path = os.fspath(path)
+  with open(path, 'rb') as f:
+    preamble = _read_exactly(f, PREAMBLE_SIZE, 0, 'the preamble', path)
+    magic, version, header_length, header_crc = _PREAMBLE.unpack(preamble)
+    if magic != MAGIC:
+      raise DemonstrationFileError(
+          f'{path} is not a demonstration file: bytes 0..8 are {magic!r}, '
+          f'expected {MAGIC!r}.')
+    if version != FORMAT_VERSION:
+      raise DemonstrationFileError(
+          f'{path} has format version {version}; this reader knows version '
+          f'{FORMAT_VERSION}.')
+    header_bytes = _read_exactly(f, header_length, PREAMBLE_SIZE,
+                                 'the header', path)
+  if zlib.crc32(header_bytes) != header_crc:
+    raise DemonstrationFileError(
+        f'{path}: header checksum mismatch (bytes {PREAMBLE_SIZE}..'
+        f'{PREAMBLE_SIZE + header_length}); the file is corrupt.')
+  try:
+    header = json.loads(header_bytes.decode('utf-8'))
+  except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    raise DemonstrationFileError(
+        f'{path}: header is not valid JSON ({error}).') from error
+  for key in ('env_id', 'specs', 'num_episodes', 'episodes', 'metadata'):
+    if key not in header:
+      raise DemonstrationFileError(f'{path}: header has no {key!r}.')
+  if header['num_episodes'] != len(header['episodes']):
+    raise DemonstrationFileError(
+        f'{path}: header says {header["num_episodes"]} episodes but lists '
+        f'{len(header["episodes"])}.')
+  return header, PREAMBLE_SIZE + header_length
+
+
+def read_demonstrations(path, time_step_spec=None, action_spec=None):
+  """Reads and checks every episode of a demonstration file.
+
+  Args:
+    path: the file.
+    time_step_spec, action_spec: the agent's specs. If given, the file's
+      specs must match them (`DemonstrationSpecError` naming the field) and
+      observations come back in their nest structure.
+
+  Returns:
+    `Demonstrations`.
+
+  Raises:
+    DemonstrationFileError: truncated (names the byte offset), corrupt
+      (names the header or episode and its bytes) or inconsistent file.
+    DemonstrationSpecError: specs differ from the given ones.
+  """
+  path = os.fspath(path)
+  header, records_start = read_header(path)
+  specs = header['specs']
+  if (time_step_spec is None) != (action_spec is None):
+    raise ValueError('Pass both time_step_spec and action_spec, or neither.')
+  if time_step_spec is not None:
+    check_specs(specs, time_step_spec, action_spec, source=path)
+    time_step_spec = tensor_spec.from_spec(time_step_spec)
+    action_spec = tensor_spec.from_spec(action_spec)
+  else:
+    time_step_spec, action_spec = _specs_from_json(specs)
+
+  file_size = os.path.getsize(path)
+  expected_end = records_start + sum(e['length'] for e in header['episodes'])
+  episodes = []
+  with open(path, 'rb') as f:
+    for index, entry in enumerate(header['episodes']):
+      start = records_start + entry['offset']
+      end = start + entry['length']
+      where = f'{path}: episode {index} (bytes {start}..{end})'
+      f.seek(start)
+      record = _read_exactly(f, entry['length'], start, f'episode {index}',
+                             path)
+      if zlib.crc32(record) != entry['crc32']:
+        raise DemonstrationFileError(
+            f'{where}: CRC32 checksum mismatch; the record is corrupt.')
+      try:
+        with np.load(io.BytesIO(record), allow_pickle=False) as npz:
+          arrays = {name: npz[name] for name in npz.files}
+      except (ValueError, OSError, zlib.error) as error:
+        raise DemonstrationFileError(
+            f'{where}: record is not a readable npz ({error}).') from error
+      _check_episode_arrays(arrays, specs, where)
+      episode = _episode_from_arrays(arrays, time_step_spec, action_spec)
+      if episode.num_transitions != entry['num_transitions'] or not np.isclose(
+          episode.episode_return, entry['return'], rtol=1e-6, atol=1e-6):
+        raise DemonstrationFileError(
+            f'{where}: {episode.num_transitions} transitions with return '
+            f'{episode.episode_return} but the header lists '
+            f'{entry["num_transitions"]} and {entry["return"]}.')
+      episodes.append(episode)
+  if file_size != expected_end:
+    raise DemonstrationFileError(
+        f'{path}: the header accounts for {expected_end} bytes but the file '
+        f'has {file_size}; unexpected trailing data from byte {expected_end}.')
+  return Demonstrations(env_id=header['env_id'], episodes=episodes,
+                        time_step_spec=time_step_spec,
+                        action_spec=action_spec,
+                        metadata=header['metadata'])
+
+
+# --- recording --------------------------------------------------------------
+
+
+class ScriptedExpertSource:
+  """A demonstration source from an expert callable `expert(env) -> action`.
+
+  See `tfa_explore.environments.experts`.
+  """
+
+  def __init__(self, expert: Callable[[Any], Any]):
+    self._expert = expert
+    self.description = getattr(expert, '__name__', repr(expert))
+
+  def reset(self):
+    pass
+
+  def action(self, env, time_step):
+    del time_step  # The expert reads the environment itself.
+    return self._expert(env)
+
+
+class SavedPolicySource:
+  """A demonstration source from a `PolicySaver` export (e.g. greedy_policy).
+
+  R2D2 policies carry the recurrent state and the previous action in their
+  policy state (the previous reward comes from `time_step.reward`), so the
+  state returned by each `action` call is fed to the next one; it is reset
+  to `get_initial_state(1)` at every episode.
+  """
+
+  def __init__(self, policy_dir):
+    self._policy = tf.saved_model.load(policy_dir)
+    self._state = None
+    self.description = f'saved policy {policy_dir}'
+
+  def reset(self):
+    self._state = self._policy.get_initial_state(1)
+
+  def action(self, env, time_step):
+    del env
+    batched = tf.nest.map_structure(lambda x: tf.convert_to_tensor(x)[None],
+                                    time_step)
+    step = self._policy.action(batched, self._state)
+    self._state = step.state
+    return step.action.numpy()[0]
+
+
+@gin.configurable(module='demonstrations')
+def scripted_expert(expert=gin.REQUIRED):
+  """Gin factory of a `ScriptedExpertSource` (bind `expert`)."""
+  return ScriptedExpertSource(expert)
+
+
+@gin.configurable(module='demonstrations')
+def saved_policy(policy_dir=gin.REQUIRED):
+  """Gin factory of a `SavedPolicySource` (bind `policy_dir`)."""
+  return SavedPolicySource(policy_dir)
+
+
+def _stack(nests):
+  return tf.nest.map_structure(lambda *xs: np.stack([np.asarray(x)
+                                                     for x in xs]), *nests)
+
+
+def record_episode(env, source, max_steps=None):
+  """Steps `env` (an unbatched PyEnvironment) with `source` for one episode.
+
+  The episode starts with `env.reset()` and ends at the first LAST step
+  (termination or truncation) or after `max_steps` actions (then the
+  final step is relabelled LAST with discount 1, a truncation).
+  """
+  source.reset()
+  time_step = env.reset()
+  time_steps, actions = [time_step], []
+  while not time_step.is_last():
+    if max_steps is not None and len(actions) >= max_steps:
+      last = time_steps[-1]
+      time_steps[-1] = last._replace(
+          step_type=np.asarray(ts.StepType.LAST, last.step_type.dtype),
+          discount=np.ones_like(last.discount))
+      break
+    action = np.asarray(source.action(env, time_step),
+                        env.action_spec().dtype)
+    time_step = env.step(action)
+    time_steps.append(time_step)
+    actions.append(action)
+  stacked = _stack(time_steps)
+  return DemoEpisode(
+      observation=stacked.observation,
+      step_type=stacked.step_type.astype(np.int32),
+      reward=stacked.reward.astype(np.float32),
+      discount=stacked.discount.astype(np.float32),
+      action=np.stack(actions))
+
+
+# --- sequences --------------------------------------------------------------
+
+
+def episode_trajectories(episode, collect_data_spec):
+  """The unbatched numpy `Trajectory`s an R2D2 actor would have observed.
+
+  One per time step (n + 1, the LAST one included, as actors write them);
+  the LAST step's action is 0 and never trained on. Policy info: zero
+  network state, `prev_action` = a_{t-1} and `prev_reward` = reward[t]
+  (zeros on the FIRST step), exactly what `R2D2Policy` records.
+  """
+  info_spec = collect_data_spec.policy_info
+  action_dtype = tf.as_dtype(collect_data_spec.action.dtype).as_numpy_dtype
+  zero_state = tf.nest.map_structure(
+      lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype),
+      info_spec[r2d2_policy.NETWORK_STATE])
+  reward_dtype = tf.as_dtype(
+      info_spec[r2d2_policy.PREV_REWARD].dtype).as_numpy_dtype
+  step_dtype = tf.as_dtype(collect_data_spec.step_type.dtype).as_numpy_dtype
+  num_steps = len(episode.step_type)
+  actions = np.concatenate([np.asarray(episode.action, action_dtype),
+                            np.zeros([1], action_dtype)])
+  for t in range(num_steps):
+    last = t == num_steps - 1
+    info = {
+        r2d2_policy.NETWORK_STATE: zero_state,
+        r2d2_policy.PREV_ACTION: actions[t - 1] if t else action_dtype(0),
+        r2d2_policy.PREV_REWARD: reward_dtype(episode.reward[t] if t else 0),
+    }
+    yield trajectory_lib.Trajectory(
+        step_type=step_dtype(episode.step_type[t]),
+        observation=tf.nest.map_structure(lambda x: x[t],  # pylint: disable=cell-var-from-loop
+                                          episode.observation),
+        action=actions[t],
+        policy_info=info,
+        # The LAST step's successor is the next episode's FIRST (auto-reset).
+        next_step_type=step_dtype(ts.StepType.FIRST if last
+                                  else episode.step_type[t + 1]),
+        reward=reward_dtype(0 if last else episode.reward[t + 1]),
+        discount=np.float32(1 if last else episode.discount[t + 1]))
+
+
+def _observe_all(observer, episodes, collect_data_spec):
+  for episode in episodes:
+    for trajectory in episode_trajectories(episode, collect_data_spec):
+      observer(trajectory)
+
+
+def write_to_table(episodes, py_client, table_name, agent, priority_fn=None,
+                   default_priority=1.0):
+  """Writes demo episodes as the agent's sequences into a Reverb table.
+
+  Args:
+    episodes: `DemoEpisode`s (e.g. `read_demonstrations(...).episodes`,
+      read with the agent's specs).
+    py_client: `reverb.Client`.
+    table_name: the demonstration table (e.g. `mixed_dataset
+      .make_demo_table`); its signature is checked against the agent's.
+    agent: the `R2D2Agent` / `R2D3Agent` (sequence config, data spec).
+    priority_fn, default_priority: initial priorities, as for
+      `R2D2SequenceObserver`.
+
+  Returns:
+    The number of sequences written.
+  """
+  observer = sequence_writer.R2D2SequenceObserver(
+      py_client, table_name, agent.sequence_config, agent.collect_data_spec,
+      priority_fn=priority_fn, default_priority=default_priority)
+  try:
+    _observe_all(observer, episodes, agent.collect_data_spec)
+    observer.flush()
+    return observer.num_items_written
+  finally:
+    observer.close()
+
+
+class _InMemoryColumn:
+  """One column of `_InMemoryWriter.history`; slicing stacks the steps."""
+
+  def __init__(self):
+    self.steps = []
+
+  def __getitem__(self, index):
+    return np.stack(self.steps[index])
+
+
+class _InMemoryWriter:
+  """The part of Reverb's `TrajectoryWriter` that the observer uses."""
+
+  def __init__(self, items):
+    self._items = items
+    self.history = None
+
+  def append(self, step):
+    if self.history is None:
+      self.history = tf.nest.map_structure(lambda _: _InMemoryColumn(), step)
+    tf.nest.map_structure(lambda column, x: column.steps.append(x),
+                          self.history, step)
+
+  def create_item(self, table, priority, trajectory):
+    del table
+    self._items.append((priority, trajectory))
+
+  def end_episode(self, clear_buffers=True):
+    del clear_buffers
+    self.history = None
+
+  def flush(self):
+    pass
+
+  def close(self):
+    pass
+
+
+class _InMemoryClient:
+
+  def __init__(self):
+    self.items = []
+
+  def trajectory_writer(self, num_keep_alive_refs):
+    del num_keep_alive_refs
+    return _InMemoryWriter(self.items)
+
+
+def episode_sequences(episodes, agent) -> List[trajectory_lib.Trajectory]:
+  """The `[sequence_length]` numpy sequences `write_to_table` would write.
+
+  Same cutting (the actors' `R2D2SequenceObserver`), without Reverb: for
+  inspection, tests, or an in-memory `tf.data` demo dataset.
+  """
+  client = _InMemoryClient()
+  observer = sequence_writer.R2D2SequenceObserver(
+      client, 'in_memory', agent.sequence_config)
+  _observe_all(observer, episodes, agent.collect_data_spec)
+  return [trajectory for _, trajectory in client.items]
+
+
+def record_episodes(env, source, num_episodes, max_steps=None):
+  """`num_episodes` consecutive episodes of `source` in `env`."""
+  return [record_episode(env, source, max_steps) for _ in range(num_episodes)]
+
+
+def sequences_dataset(sequences: Sequence[trajectory_lib.Trajectory]):
+  """A `tf.data.Dataset` of the given `[T]` sequences (unbatched)."""
+  return tf.data.Dataset.from_tensor_slices(_stack(sequences))
