@@ -367,6 +367,8 @@ class DemonstrationWriter:
             f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
+      # mkstemp creates 0600 files; demonstrations are shared data.
+      os.chmod(tmp_path, 0o644)
       os.replace(tmp_path, self._path)
     except BaseException:
       if os.path.exists(tmp_path):
@@ -751,3 +753,50 @@ def record_episodes(env, source, num_episodes, max_steps=None):
 def sequences_dataset(sequences: Sequence[trajectory_lib.Trajectory]):
   """A `tf.data.Dataset` of the given `[T]` sequences (unbatched)."""
   return tf.data.Dataset.from_tensor_slices(_stack(sequences))
+
+
+@gin.configurable(module='demonstrations')
+def collect(output_path, num_episodes, env_loader=gin.REQUIRED,
+            source=gin.REQUIRED, seed=0, max_episode_steps=None,
+            metadata=None):
+  """Records `num_episodes` episodes of `source` into a demonstration file.
+
+  What `train/collect_demonstrations.py` runs. The env is
+  `env_loader(seed=seed)`; episodes follow each other in it, so `seed`
+  fixes them all. The header records the env id, the specs, the returns,
+  the source and seed, and gin's config.
+
+  Args:
+    output_path: the demonstration file (written atomically).
+    num_episodes: episodes to record (>= 1).
+    env_loader: e.g. `@minigrid.load` with its `env_id` bound.
+    source: a `ScriptedExpertSource` or `SavedPolicySource`
+      (`@demonstrations.scripted_expert()` / `@demonstrations.saved_policy()`).
+    seed: env seed.
+    max_episode_steps: optional cap on actions per episode (truncation).
+    metadata: extra JSON-serialisable header metadata.
+
+  Returns:
+    The episodes' returns.
+  """
+  if num_episodes < 1:
+    raise ValueError(f'num_episodes must be >= 1, got {num_episodes}.')
+  env = env_loader(seed=seed)
+  try:
+    env_id = getattr(env, 'env_id', type(env).__name__)
+    header_metadata = {
+        'source': getattr(source, 'description', repr(source)),
+        'seed': seed,
+        'gin_config': gin.config_str(),
+    }
+    header_metadata.update(metadata or {})
+    returns = []
+    with DemonstrationWriter(output_path, env_id, env.time_step_spec(),
+                             env.action_spec(), header_metadata) as writer:
+      for _ in range(num_episodes):
+        episode = record_episode(env, source, max_episode_steps)
+        writer.add_episode(episode)
+        returns.append(episode.episode_return)
+    return returns
+  finally:
+    env.close()

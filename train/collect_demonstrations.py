@@ -1,0 +1,68 @@
+r"""Records demonstration episodes for R2D3 into a demonstration file.
+
+  python train/collect_demonstrations.py --output=demos/doorkey8x8.demo \
+      --num_episodes=100 --gin_file=my_demos.gin
+
+The gin file binds the env and the source of the actions, e.g. a scripted
+expert:
+
+  import tfa_explore.environments.experts
+  import tfa_explore.environments.minigrid
+  import tfa_explore.replay.demonstrations
+  demonstrations.collect.env_loader = @minigrid.load
+  minigrid.load.env_id = 'MiniGrid-DoorKey-8x8-v0'
+  demonstrations.collect.source = @demonstrations.scripted_expert()
+  demonstrations.scripted_expert.expert = @experts.doorkey_expert
+  demonstrations.collect.seed = 0
+
+or a policy exported by train_eval (`<root_dir>/policies/greedy_policy`):
+
+  demonstrations.collect.source = @demonstrations.saved_policy()
+  demonstrations.saved_policy.policy_dir = 'runs/r2d2/policies/greedy_policy'
+
+The file is written atomically (see `tfa_explore.replay.demonstrations`).
+A bad gin file or binding exits with code 2 and gin's message.
+"""
+
+import sys
+
+from absl import app
+from absl import flags
+from absl import logging
+
+from tfa_explore.experiments import runner
+from tfa_explore.replay import demonstrations
+
+_OUTPUT = flags.DEFINE_string('output', None, 'Demonstration file to write.',
+                              required=True)
+_NUM_EPISODES = flags.DEFINE_integer('num_episodes', None,
+                                     'Episodes to record.', required=True)
+_GIN_FILES = flags.DEFINE_multi_string(
+    'gin_file', [], 'Gin config file(s), parsed in order.')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], 'Gin bindings after the files.')
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  try:
+    runner.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
+  except runner.ConfigError as error:
+    print(f'Configuration error: {error}', file=sys.stderr)
+    sys.exit(runner.CONFIG_ERROR_EXIT_CODE)
+  try:
+    returns = demonstrations.collect(_OUTPUT.value, _NUM_EPISODES.value)
+  except RuntimeError as error:
+    # Gin reports a missing REQUIRED binding only when the function runs.
+    if 'Required bindings for' not in str(error):
+      raise
+    print(f'Configuration error: {error}', file=sys.stderr)
+    sys.exit(runner.CONFIG_ERROR_EXIT_CODE)
+  logging.info('Wrote %d episodes to %s; mean return %.4f (min %.4f).',
+               len(returns), _OUTPUT.value, sum(returns) / len(returns),
+               min(returns))
+
+
+if __name__ == '__main__':
+  app.run(main)
