@@ -210,7 +210,9 @@ def plot(results, seeds, tasks, path):
     axes[0][column].set_title(f'{spec["title"]}: greedy eval return')
     axes[1][column].set_title(
         f'{spec["title"]}: terminated episodes ({spec["success"]})')
-    axes[1][column].set_yscale('symlog')
+    # Log scale above 1, linear below, so "never" (0) stays visible.
+    axes[1][column].set_yscale('symlog', linthresh=1.0)
+    axes[1][column].set_ylim(bottom=0)
   figure.suptitle(f'RND-PPO vs PPO twin, seeds {seeds[0]}-{seeds[-1]}')
   figure.tight_layout()
   os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
