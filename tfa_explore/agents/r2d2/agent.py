@@ -276,12 +276,17 @@ class R2D2Agent(tf_agent.TFAgent):
           f'Sequences have {length} steps but the agent\'s SequenceConfig '
           f'({self._sequence_config}) needs sequence_length {expected}.')
 
-  def _loss(self, experience, weights=None, training=False):
-    trajectory, sample_info = split_experience(experience)
-    self._check_sequence_length(trajectory)
-    errors = self._td_errors(trajectory, self._q_network,
-                             self._target_q_network, training)
-    batch_size = tf.shape(errors.td_errors)[0]
+  def _sequence_loss_weights(self, sample_info, weights, batch_size):
+    """Per-sequence importance weights, and those times the caller's weights.
+
+    Args:
+      sample_info: Reverb `SampleInfo` of the batch, or None (weights 1).
+      weights: Optional extra per-sequence weights `[B]`.
+      batch_size: B, used when there is no sample info.
+
+    Returns:
+      `(importance_weights, loss_weights)`, each float32 `[B]`.
+    """
     if sample_info is not None:
       sample_info = per_sequence_sample_info(sample_info)
       importance_weights = tf.cast(
@@ -293,6 +298,15 @@ class R2D2Agent(tf_agent.TFAgent):
     loss_weights = importance_weights
     if weights is not None:
       loss_weights *= tf.cast(weights, tf.float32)
+    return importance_weights, loss_weights
+
+  def _loss(self, experience, weights=None, training=False):
+    trajectory, sample_info = split_experience(experience)
+    self._check_sequence_length(trajectory)
+    errors = self._td_errors(trajectory, self._q_network,
+                             self._target_q_network, training)
+    importance_weights, loss_weights = self._sequence_loss_weights(
+        sample_info, weights, batch_size=tf.shape(errors.td_errors)[0])
     td_loss = losses.masked_td_loss(errors.td_errors, errors.valid,
                                     loss_weights, self._huber_delta)
     priorities = losses.sequence_priorities(

@@ -162,18 +162,8 @@ class R2D3Agent(r2d2_agent.R2D2Agent):
     # window exists). Same set as the n-step `valid`.
     action_steps = td1_targets.valid
 
-    batch_size = tf.shape(selected)[0]
-    if sample_info is not None:
-      sample_info = r2d2_agent.per_sequence_sample_info(sample_info)
-      importance_weights = tf.cast(
-          r2d2_losses.importance_weights(
-              sample_info.probability, sample_info.table_size,
-              exponent=self._importance_sampling_exponent), tf.float32)
-    else:
-      importance_weights = tf.ones([batch_size], tf.float32)
-    loss_weights = importance_weights
-    if weights is not None:
-      loss_weights *= tf.cast(weights, tf.float32)
+    importance_weights, loss_weights = self._sequence_loss_weights(
+        sample_info, weights, batch_size=tf.shape(selected)[0])
 
     ntd_loss = r2d2_losses.masked_td_loss(ntd_errors, ntd_targets.valid,
                                           loss_weights, self._huber_delta)
