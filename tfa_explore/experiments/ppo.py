@@ -43,6 +43,19 @@ def observation_preprocessing(observation_spec,
       lambda x: tf.cast(x, tf.float32) * scale, name='cast_and_scale')
 
 
+def adam_optimizer(learning_rate: float, decay_steps: Optional[int],
+                   epsilon: float) -> tf.keras.optimizers.Optimizer:
+  """Adam, with the learning rate decaying linearly to 0 if decay_steps."""
+  if decay_steps:
+    # Keyed on the optimizer's own step counter, which the agent checkpoint
+    # includes, so a resumed run continues the schedule.
+    learning_rate = tf.keras.optimizers.schedules.PolynomialDecay(
+        learning_rate, decay_steps=int(decay_steps), end_learning_rate=0.0,
+        power=1.0)
+  return tf.keras.optimizers.Adam(learning_rate=learning_rate,
+                                  epsilon=epsilon)
+
+
 @gin.configurable(module='ppo')
 def ppo_clip_agent(
     time_step_spec,
@@ -127,14 +140,8 @@ def ppo_clip_agent(
       conv_layer_params=conv,
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=tf.keras.activations.tanh)
-  if learning_rate_decay_steps:
-    # Keyed on the optimizer's own step counter, which the agent checkpoint
-    # includes, so a resumed run continues the schedule.
-    learning_rate = tf.keras.optimizers.schedules.PolynomialDecay(
-        learning_rate, decay_steps=int(learning_rate_decay_steps),
-        end_learning_rate=0.0, power=1.0)
-  optimizer = tf.keras.optimizers.Adam(
-      learning_rate=learning_rate, epsilon=adam_epsilon)
+  optimizer = adam_optimizer(learning_rate, learning_rate_decay_steps,
+                             adam_epsilon)
   agent = agent_class(
       time_step_spec,
       action_spec,

@@ -41,17 +41,6 @@ INTRINSIC_PARAMETERS = (
 )
 
 
-def _adam(learning_rate, decay_steps, epsilon):
-  if decay_steps:
-    # Keyed on the optimizer's own step counter, which the agent checkpoint
-    # includes, so a resumed run continues the schedule.
-    learning_rate = tf.keras.optimizers.schedules.PolynomialDecay(
-        learning_rate, decay_steps=int(decay_steps), end_learning_rate=0.0,
-        power=1.0)
-  return tf.keras.optimizers.Adam(learning_rate=learning_rate,
-                                  epsilon=epsilon)
-
-
 @gin.configurable(module='rnd_ppo')
 def rnd_ppo_agent(
     time_step_spec,
@@ -185,7 +174,8 @@ def rnd_ppo_agent(
       conv_layer_params=conv,
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=activation_fn)
-  optimizer = _adam(learning_rate, learning_rate_decay_steps, adam_epsilon)
+  optimizer = ppo.adam_optimizer(learning_rate, learning_rate_decay_steps,
+                                 adam_epsilon)
 
   settings = {}
   if use_intrinsic_reward:
