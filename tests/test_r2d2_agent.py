@@ -44,6 +44,14 @@ class ActorEpsilonTest(support._TestCase, parameterized.TestCase):
     agent = support.make_agent()
     self.assertAllClose(agent.actor_collect_policy(2, 3).epsilon, 0.4**8)
 
+  def test_batched_actor_gives_each_env_its_slot_epsilon(self):
+    agent = support.make_agent()
+    # Actor 1 of 2 with 3 envs holds slots 3, 4, 5 of 6:
+    # 0.4^(1 + 7 j / 5) for j = 3, 4, 5.
+    self.assertAllClose(
+        agent.actor_collect_policy(1, 2, envs_per_actor=3).epsilon,
+        [0.4**5.2, 0.4**6.6, 0.4**8], rtol=1e-6)
+
 
 class SequenceConfigTest(support._TestCase):
 

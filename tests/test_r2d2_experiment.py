@@ -179,6 +179,24 @@ class SingleMachineTest(_TestCase):
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
 
 
+  def test_batched_actors_report_every_epsilon_slot(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'batched')
+    runner.parse_gin([self.gin_file],
+                     ['r2d2.train_eval.envs_per_actor = 3',
+                      'r2d2.train_eval.summary_interval = 1'])
+    result = r2d2.train_eval(root_dir=root_dir)
+    self.assertGreaterEqual(result['EnvironmentSteps'], 120)
+    train = read_events(os.path.join(root_dir, 'train'))
+    # 2 actors x 3 envs = 6 slots; each finished 6-step episodes.
+    for slot in range(6):
+      self.assertIn(f'Actor/{slot}/AverageReturn', train)
+    self.assertNotIn('Actor/6/AverageReturn', train)
+    epsilons = [float(train[f'Actor/{slot}/Epsilon'][-1][1])
+                for slot in range(6)]
+    self.assertAllClose(epsilons, [0.4**(1 + 7 * j / 5) for j in range(6)],
+                        rtol=1e-6)
+
+
 class ErrorsTest(_TestCase):
 
   def test_non_discrete_action_spec_is_named(self):

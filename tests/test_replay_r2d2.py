@@ -114,6 +114,72 @@ class SequenceWriterTest(_ReverbTestCase):
                      [0, 0, 0, 1, 2, 0, 0])
 
 
+class BatchedSequenceWriterTest(_ReverbTestCase):
+
+  def test_same_items_as_one_observer_per_env_and_batched_priorities(self):
+    from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
+    from tf_agents.trajectories import trajectory as trajectory_lib  # pylint: disable=g-import-not-at-top
+    from tfa_explore.testing import fake_envs  # pylint: disable=g-import-not-at-top
+    agent = support.make_agent(env=support.counting_env(episode_length=9))
+    length = agent.sequence_config.sequence_length
+    signature = tables.sequence_signature(agent.collect_data_spec, length)
+    _, client = self.start_server([
+        reverb.Table.queue('batched', max_size=1000, signature=signature),
+        reverb.Table.queue('per_env', max_size=1000, signature=signature)])
+    episode_lengths = (2, 9, 5)
+    env = batched_py_environment.BatchedPyEnvironment(
+        # Same specs, different episode lengths: truncated Counting envs.
+        [fake_envs.load_counting(episode_length=9, max_episode_steps=n)
+         for n in episode_lengths],
+        multithreading=False)
+    batched_writer = sequence_writer.BatchedSequenceWriter(
+        client, 'batched', agent.sequence_config, len(episode_lengths),
+        agent.collect_data_spec,
+        priorities_fn=agent.initial_priorities_fn())
+    per_env = [sequence_writer.R2D2SequenceObserver(
+        client, 'per_env', agent.sequence_config,
+        priority_fn=agent.initial_priority_fn()) for _ in episode_lengths]
+    policy = py_tf_eager_policy.PyTFEagerPolicy(
+        agent.actor_collect_policy(0, 1, envs_per_actor=3),
+        batch_time_steps=False)
+    time_step = env.reset()
+    state = policy.get_initial_state(3)
+    for _ in range(23):  # ends episodes of every env, some mid-item
+      policy_step = policy.action(time_step, state)
+      next_time_step = env.step(policy_step.action)
+      transition = trajectory_lib.from_transition(time_step, policy_step,
+                                                  next_time_step)
+      batched_writer(transition)
+      for index, observer in enumerate(per_env):
+        observer(tf.nest.map_structure(lambda x, i=index: x[i], transition))
+      state, time_step = policy_step.state, next_time_step
+    batched_writer.flush()
+    for observer in per_env:
+      observer.flush()
+
+    num_items = batched_writer.num_items_written
+    # An episode of n steps is n + 1 trajectories (the last one is the
+    # boundary). 23 per env = 7 episodes of 2 (+ 2), 2 of 9 (+ 3), 3 of 5
+    # (+ 5); 1 item per 2-episode, 4 per 9-episode, 2 per 5-episode (the
+    # padded layouts of SequenceWriterTest); of the running episodes only
+    # the last one's 2 pads + 5 steps fill an item of 7.
+    self.assertEqual(num_items, 7 * 1 + 2 * 4 + 3 * 2 + 1)
+    self.assertEqual(num_items,
+                     sum(observer.num_items_written for observer in per_env))
+
+    def items(table):
+      return [(item.data.observation[:, 0].tolist(),
+               item.data.step_type.tolist(), item.info.priority, item.data)
+              for item in _queue_items(client, table, num_items)]
+    batched_items, per_env_items = items('batched'), items('per_env')
+    self.assertCountEqual([(o, s) for o, s, _, _ in batched_items],
+                          [(o, s) for o, s, _, _ in per_env_items])
+    single_priority = agent.initial_priority_fn()
+    for _, _, priority, data in batched_items:
+      self.assertAllClose(priority, single_priority(data), rtol=1e-5)
+    self.assertGreater(min(p for _, _, p, _ in batched_items), 0.0)
+
+
 class SignatureTest(_ReverbTestCase):
 
   def test_mismatched_table_is_named(self):

@@ -14,10 +14,12 @@ binaries `train/replay_server.py`, `train/actor.py`, `train/learner.py`):
       through TF-Agents' `ReverbVariableContainer`;
     - `PROGRESS_TABLE`: a queue of small actor reports (env steps since the
       last report, finished episodes with their return, a stop marker).
-* `run_actor(settings, task, replay_server, root_dir)`: one environment,
-  epsilon_task = 0.4^(1 + 7 task / (N - 1)), writes sequences with initial
-  priorities (`replay.sequence_writer`), reports progress, pulls weights
-  every `actor_update_period` env steps, stops when the learner says so.
+* `run_actor(settings, task, replay_server, root_dir)`: a batch of
+  `envs_per_actor` environments, each one of the paper's actors with its
+  own epsilon_j = 0.4^(1 + 7 j / (N - 1)); writes sequences with initial
+  priorities computed in one call per step (`replay.sequence_writer`),
+  reports progress, pulls weights every `actor_update_period` env steps,
+  stops when the learner says so.
 * `run_learner(settings, replay_server, root_dir)`: trains on prioritized
   sequences, writes priorities back by key, counts env steps from the
   actors' reports, pushes weights, evaluates, checkpoints, exports, and
@@ -106,6 +108,7 @@ class Settings:
   num_env_steps: int
   seed: int
   num_actors: int
+  envs_per_actor: int
   batch_size: int
   replay_capacity: int
   samples_per_insert: float
@@ -232,6 +235,7 @@ def _variables_signature(shared_state):
 def _progress_signature():
   return {
       'task': tf.TensorSpec((), tf.int64),
+      'slot': tf.TensorSpec((), tf.int64),  # epsilon slot of the episode
       'env_steps': tf.TensorSpec((), tf.int64),  # since the last report
       'episode_return': tf.TensorSpec((), tf.float32),
       'episode_length': tf.TensorSpec((), tf.int64),  # 0: no episode ended
@@ -306,22 +310,30 @@ def run_actor(settings, task, replay_server, root_dir=None,
               stop_event=None):
   """Runs actor `task` until the learner finishes (or `stop_event` is set).
 
+  The actor steps `envs_per_actor` environments as one batch (one policy
+  call and one priority computation per step for all of them). Env k of
+  actor i is the paper's actor j = i * envs_per_actor + k: seed `seed + j`,
+  epsilon_j = 0.4^(1 + 7 j / (N - 1)) with N = num_actors * envs_per_actor.
+
   Args:
     settings: `Settings`.
-    task: actor index i in [0, num_actors); env seed `seed + i`.
+    task: actor index i in [0, num_actors).
     replay_server: 'host:port' of the Reverb server.
     root_dir: if set, actor summaries go to root_dir/actors/<task>.
     stop_event: optional `threading.Event` to stop early.
 
   Returns:
-    Env steps this actor took.
+    Env steps this actor took (all its environments).
   """
   if not 0 <= task < settings.num_actors:
     raise ValueError(
         f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
+  num_envs = settings.envs_per_actor
+  first_slot = task * num_envs
   # No tf.random.set_seed here: actor threads share the process's global
-  # seed with the learner. Envs are seeded per actor.
-  env = settings.env_loader(seed=settings.seed + task)
+  # seed with the learner. Envs are seeded per slot.
+  env = batched.make_batched_env(settings.env_loader, num_envs,
+                                 settings.seed + first_slot)
   train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
   agent = settings.agent_fn(
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
@@ -332,23 +344,29 @@ def run_actor(settings, task, replay_server, root_dir=None,
   _check_tables(client, shared_state)
   variables = reverb_variable_container.ReverbVariableContainer(
       replay_server, table_names=[VARIABLES_TABLE])
-  epsilon = r2d2_policy.actor_epsilon(task, settings.num_actors)
-  logging.info('Actor %d (epsilon %.5f) waiting for the learner\'s weights.',
-               task, epsilon)
+  num_slots = settings.num_actors * num_envs
+  epsilons = [r2d2_policy.actor_epsilon(first_slot + k, num_slots)
+              for k in range(num_envs)]
+  logging.info('Actor %d (%d envs, epsilons %s) waiting for the learner\'s '
+               'weights.', task, num_envs,
+               ', '.join(f'{e:.5f}' for e in epsilons))
   variables.update(shared_state.nest())  # Blocks until the first push.
 
-  observer = sequence_writer.R2D2SequenceObserver(
-      client, REPLAY_TABLE, agent.sequence_config, agent.collect_data_spec,
-      priority_fn=(agent.initial_priority_fn()
-                   if settings.actor_priorities else None))
+  replay_writer = sequence_writer.BatchedSequenceWriter(
+      client, REPLAY_TABLE, agent.sequence_config, num_envs,
+      agent.collect_data_spec,
+      priorities_fn=(agent.initial_priorities_fn()
+                     if settings.actor_priorities else None))
   policy = py_tf_eager_policy.PyTFEagerPolicy(
-      agent.actor_collect_policy(task, settings.num_actors),
-      use_tf_function=True)
+      agent.actor_collect_policy(task, settings.num_actors, num_envs),
+      use_tf_function=True, batch_time_steps=False)
   progress_writer = client.trajectory_writer(num_keep_alive_refs=1)
 
-  def report(env_steps, episode_return=0.0, episode_length=0, stopped=False):
+  def report(env_steps, slot=-1, episode_return=0.0, episode_length=0,
+             stopped=False):
     progress_writer.append({
         'task': np.int64(task),
+        'slot': np.int64(slot),
         'env_steps': np.int64(env_steps),
         'episode_return': np.float32(episode_return),
         'episode_length': np.int64(episode_length),
@@ -359,36 +377,40 @@ def run_actor(settings, task, replay_server, root_dir=None,
         tf.nest.map_structure(lambda column: column[-1],
                               progress_writer.history))
 
-  writer = None
+  summary_writer = None
   if root_dir:
-    writer = tf.summary.create_file_writer(
+    summary_writer = tf.summary.create_file_writer(
         os.path.join(root_dir, ACTOR_DIR, str(task)), flush_millis=10_000)
 
   total_steps = 0
   unreported_steps = 0
-  episode_return, episode_length = 0.0, 0
+  episode_returns = np.zeros(num_envs, np.float64)
+  episode_lengths = np.zeros(num_envs, np.int64)
   items_at_update = 0
   steps_at_update = 0
   update_time = time.time()
   time_step = env.reset()
-  policy_state = policy.get_initial_state(1)
+  policy_state = policy.get_initial_state(num_envs)
   try:
     while not bool(shared_state.finished.numpy()):
       if stop_event is not None and stop_event.is_set():
         break
       action_step = policy.action(time_step, policy_state)
       next_time_step = env.step(action_step.action)
-      observer(trajectory_lib.from_transition(time_step, action_step,
-                                              next_time_step))
-      if not time_step.is_last():  # the step after LAST is a reset
-        total_steps += 1
-        unreported_steps += 1
-        episode_length += 1
-        episode_return += float(next_time_step.reward)
-        if next_time_step.is_last():
-          report(unreported_steps, episode_return, episode_length)
-          unreported_steps = 0
-          episode_return, episode_length = 0.0, 0
+      replay_writer(trajectory_lib.from_transition(time_step, action_step,
+                                             next_time_step))
+      # The step after LAST is a reset, not an env step.
+      active = ~np.asarray(time_step.is_last())
+      num_active = int(active.sum())
+      total_steps += num_active
+      unreported_steps += num_active
+      episode_lengths += active
+      episode_returns += np.where(active, next_time_step.reward, 0.0)
+      for k in np.flatnonzero(active & np.asarray(next_time_step.is_last())):
+        report(unreported_steps, first_slot + k, episode_returns[k],
+               episode_lengths[k])
+        unreported_steps = 0
+        episode_returns[k], episode_lengths[k] = 0.0, 0
       time_step = next_time_step
       policy_state = action_step.state
       if total_steps - steps_at_update >= settings.actor_update_period:
@@ -396,16 +418,15 @@ def run_actor(settings, task, replay_server, root_dir=None,
           report(unreported_steps)
           unreported_steps = 0
         variables.update(shared_state.nest())
-        if writer is not None:
+        if summary_writer is not None:
           now = time.time()
           elapsed = max(now - update_time, 1e-9)
-          items = observer.num_items_written
-          with writer.as_default(step=total_steps):
+          items = replay_writer.num_items_written
+          with summary_writer.as_default(step=total_steps):
             tf.summary.scalar(f'{ACTOR}/EnvironmentStepsPerSecond',
                               (total_steps - steps_at_update) / elapsed)
             tf.summary.scalar(f'{ACTOR}/SequencesPerSecond',
                               (items - items_at_update) / elapsed)
-            tf.summary.scalar(f'{ACTOR}/Epsilon', epsilon)
           items_at_update, update_time = items, now
         steps_at_update = total_steps
   finally:
@@ -416,13 +437,13 @@ def run_actor(settings, task, replay_server, root_dir=None,
       # The server may be gone already (single machine: stopped after the
       # learner); the learner stops waiting after its shutdown timeout.
       logging.info('Actor %d could not report its stop: %s', task, e)
-    for closable in (progress_writer, observer):
+    for closable in (progress_writer, replay_writer):
       try:
         closable.close()
       except Exception:  # pylint: disable=broad-except
         pass
-    if writer is not None:
-      writer.close()
+    if summary_writer is not None:
+      summary_writer.close()
     env.close()
   logging.info('Actor %d stopped after %d env steps.', task, total_steps)
   return total_steps
@@ -458,8 +479,9 @@ class _ProgressReader:
     self._num_episodes = num_episodes
     self.recent_returns = collections.deque(maxlen=100)
     self.recent_lengths = collections.deque(maxlen=100)
+    # Recent returns per epsilon slot (module doc: env k of actor i).
     self.actor_returns = {
-        task: collections.deque(maxlen=10) for task in range(num_actors)}
+        slot: collections.deque(maxlen=10) for slot in range(num_actors)}
     self.stopped = set()
 
   def drain(self):
@@ -478,7 +500,7 @@ class _ProgressReader:
         self.recent_returns.append(float(report['episode_return']))
         self.recent_lengths.append(int(report['episode_length']))
         self.actor_returns.setdefault(
-            task, collections.deque(maxlen=10)).append(
+            int(report['slot']), collections.deque(maxlen=10)).append(
                 float(report['episode_return']))
       if bool(report['stopped']):
         self.stopped.add(task)
@@ -585,7 +607,7 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
   summaries.operative_config(train_writer, config_str, step=env_steps)
 
   progress = _ProgressReader(client, env_steps, num_episodes,
-                             settings.num_actors)
+                             settings.num_actors * settings.envs_per_actor)
   replay_rates = _ReplayRates(client)
   variables.push(shared_state.nest())
 
@@ -723,13 +745,13 @@ def _write_train_summaries(writer, settings, progress, replay_rates,
       metrics['AverageEpisodeLength'] = float(np.mean(progress.recent_lengths))
     summaries.scalars(summaries.METRICS, metrics, step=env_steps)
     summaries.scalars(REPLAY, replay, step=env_steps)
-    for task, returns in sorted(progress.actor_returns.items()):
+    num_slots = settings.num_actors * settings.envs_per_actor
+    for slot, returns in sorted(progress.actor_returns.items()):
       if returns:
-        tf.summary.scalar(f'{ACTOR}/{task}/AverageReturn',
+        tf.summary.scalar(f'{ACTOR}/{slot}/AverageReturn',
                           float(np.mean(returns)))
-        tf.summary.scalar(
-            f'{ACTOR}/{task}/Epsilon',
-            r2d2_policy.actor_epsilon(task, settings.num_actors))
+        tf.summary.scalar(f'{ACTOR}/{slot}/Epsilon',
+                          r2d2_policy.actor_epsilon(slot, num_slots))
 
 
 def _release_actors(client, progress, settings):
@@ -779,6 +801,7 @@ def train_eval(
     num_env_steps: int = REQUIRED,
     seed: int = REQUIRED,
     num_actors: int = REQUIRED,
+    envs_per_actor: int = 1,
     batch_size: int = REQUIRED,
     replay_capacity: int = REQUIRED,
     samples_per_insert: float = REQUIRED,
@@ -804,13 +827,18 @@ def train_eval(
   Args:
     root_dir: run directory (WORKSPACE.md layout, plus actors/<i>/ actor
       summaries); resumes from its latest checkpoint.
-    env_loader: `env_loader(seed=...)` -> PyEnvironment; actor i gets seed
-      `seed + i`, eval env j `seed + 1000003 + j`.
+    env_loader: `env_loader(seed=...)` -> PyEnvironment; actor slot j
+      (see `envs_per_actor`) gets seed `seed + j`, eval env j
+      `seed + 1000003 + j`.
     agent_fn: `agent_fn(time_step_spec=, action_spec=, train_step_counter=)`
       -> initialized `R2D2Agent`, e.g. `@r2d2.r2d2_agent_fn`.
     num_env_steps: stop once the actors together took this many env steps.
     seed: seeds TF ops and environments.
-    num_actors: N; actor i explores with 0.4^(1 + 7 i / (N - 1)).
+    num_actors: actor threads or processes.
+    envs_per_actor: environments each actor steps as one batch. Env k of
+      actor i is the paper's actor j = i * envs_per_actor + k, exploring
+      with 0.4^(1 + 7 j / (N - 1)), N = num_actors * envs_per_actor; its
+      seed is `seed + j`.
     batch_size: sequences per learner step (paper: 64).
     replay_capacity: sequences in the replay table (FIFO eviction).
     samples_per_insert: sequences sampled per sequence inserted
@@ -847,7 +875,8 @@ def train_eval(
   """
   settings = Settings(
       env_loader=env_loader, agent_fn=agent_fn, num_env_steps=num_env_steps,
-      seed=seed, num_actors=num_actors, batch_size=batch_size,
+      seed=seed, num_actors=num_actors, envs_per_actor=envs_per_actor,
+      batch_size=batch_size,
       replay_capacity=replay_capacity, samples_per_insert=samples_per_insert,
       min_size_to_sample=min_size_to_sample,
       priority_exponent=priority_exponent, eval_interval=eval_interval,
@@ -863,6 +892,8 @@ def train_eval(
       max_checkpoints_to_keep=max_checkpoints_to_keep)
   if num_actors < 1:
     raise ValueError(f'num_actors must be >= 1, got {num_actors}.')
+  if envs_per_actor < 1:
+    raise ValueError(f'envs_per_actor must be >= 1, got {envs_per_actor}.')
   if actor_mode not in ('thread', 'process'):
     raise ValueError(
         f"actor_mode must be 'thread' or 'process', got {actor_mode!r}.")

@@ -74,18 +74,32 @@ class R2D2SequenceObserver:
       signature = py_client.server_info()[table_name].signature
       tables.check_signature(signature, collect_data_spec,
                              self._sequence_length, table_name=table_name)
+    # Pending items (see `add`) reach back at most one sequence and one
+    # stride of rear padding.
     self._writer = py_client.trajectory_writer(
-        num_keep_alive_refs=self._sequence_length)
+        num_keep_alive_refs=self._sequence_length + sequence_config.stride)
     self._recent = collections.deque(maxlen=self._sequence_length)
     self._stream_length = 0  # Steps (padding included) of this episode.
     self._last_item_end = 0
     self._num_items = 0
+    self._pending = []  # (steps of the sequence, item columns)
+    self._episode_over = False
 
   @property
   def num_items_written(self):
     return self._num_items
 
   def __call__(self, trajectory):
+    self.add(trajectory)
+    self.write_pending()
+
+  def add(self, trajectory):
+    """Appends one step; items it completes wait for `write_pending`.
+
+    `BatchedSequenceWriter` uses the two halves to compute the priorities
+    of all environments' new items in one call. Every `add` must be
+    followed by `write_pending` before the next `add`.
+    """
     trajectory = tf.nest.map_structure(np.asarray, trajectory)
     # Front padding only before a real episode start: an observer attached
     # mid-episode (after `reset`) starts its stream at the current step.
@@ -101,6 +115,35 @@ class R2D2SequenceObserver:
             _zeros_like(trajectory), ts.StepType.LAST, ts.StepType.FIRST)
         while self._last_item_end != self._stream_length:
           self._append(rear_padding)
+      self._episode_over = True
+
+  @property
+  def pending_sequences(self):
+    """The `[sequence_length]` numpy sequences of the items not yet written."""
+    return [tf.nest.map_structure(lambda *steps: np.stack(steps), *steps)
+            for steps, _ in self._pending]
+
+  def write_pending(self, priorities=None):
+    """Writes the items completed since the last call.
+
+    Args:
+      priorities: one priority per pending item (in `pending_sequences`
+        order), or None to use `priority_fn` / `default_priority`.
+    """
+    if priorities is None:
+      if self._priority_fn is None:
+        priorities = [self._default_priority] * len(self._pending)
+      else:
+        priorities = [self._priority_fn(sequence)
+                      for sequence in self.pending_sequences]
+    if len(priorities) != len(self._pending):
+      raise ValueError(f'{len(priorities)} priorities for '
+                       f'{len(self._pending)} pending items.')
+    for (_, item), priority in zip(self._pending, priorities):
+      self._writer.create_item(self._table_name, float(priority), item)
+      self._num_items += 1
+    self._pending.clear()
+    if self._episode_over:
       self._end_episode()
 
   def _append(self, step):
@@ -110,26 +153,17 @@ class R2D2SequenceObserver:
     length, stride = self._sequence_length, self._config.stride
     if self._stream_length >= length and (
         self._stream_length - length) % stride == 0:
-      self._write_item()
-
-  def _write_item(self):
-    if self._priority_fn is None:
-      priority = self._default_priority
-    else:
-      sequence = tf.nest.map_structure(lambda *steps: np.stack(steps),
-                                       *self._recent)
-      priority = float(self._priority_fn(sequence))
-    item = tf.nest.map_structure(lambda column: column[-self._sequence_length:],
-                                 self._writer.history)
-    self._writer.create_item(self._table_name, priority, item)
-    self._last_item_end = self._stream_length
-    self._num_items += 1
+      item = tf.nest.map_structure(lambda column: column[-length:],
+                                   self._writer.history)
+      self._pending.append((list(self._recent), item))
+      self._last_item_end = self._stream_length
 
   def _end_episode(self):
     self._writer.end_episode(clear_buffers=True)
     self._recent.clear()
     self._stream_length = 0
     self._last_item_end = 0
+    self._episode_over = False
 
   def flush(self):
     """Blocks until the items written so far are on the server."""
@@ -138,8 +172,84 @@ class R2D2SequenceObserver:
   def reset(self, write_cached_steps=False):
     """Drops the unfinished episode (its complete items are kept)."""
     del write_cached_steps  # An unfinished episode has no final step to pad.
+    self.write_pending()
     self._end_episode()
 
   def close(self):
     self._writer.end_episode(clear_buffers=True)
     self._writer.close()
+
+
+class BatchedSequenceWriter:
+  """`R2D2SequenceObserver`s for a batch of environments.
+
+  Called with one batched `[num_envs]` trajectory per step (a
+  `BatchedPyEnvironment` transition). Each environment has its own
+  observer (its own episode stream and Reverb writer); the initial
+  priorities of all items completed in a step are computed in one call of
+  `priorities_fn`, which is what makes many environments per actor cheap.
+  """
+
+  def __init__(self, py_client, table_name, sequence_config, num_envs,
+               collect_data_spec=None, priorities_fn=None,
+               default_priority=1.0):
+    """Creates the writer.
+
+    Args:
+      py_client: `reverb.Client`.
+      table_name: the table to write to.
+      sequence_config: the agent's `SequenceConfig`.
+      num_envs: the batch size of the trajectories.
+      collect_data_spec: as for `R2D2SequenceObserver` (checked once).
+      priorities_fn: callable, `[P, sequence_length]` numpy trajectories ->
+        `[P]` priorities, e.g. `agent.initial_priorities_fn()`; None to
+        insert with `default_priority`.
+      default_priority: priority when `priorities_fn` is None.
+    """
+    if num_envs < 1:
+      raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
+    self._priorities_fn = priorities_fn
+    self._observers = [
+        R2D2SequenceObserver(
+            py_client, table_name, sequence_config,
+            collect_data_spec if index == 0 else None,
+            default_priority=default_priority)
+        for index in range(num_envs)]
+
+  @property
+  def num_items_written(self):
+    return sum(observer.num_items_written for observer in self._observers)
+
+  def __call__(self, trajectory):
+    leaves = [np.asarray(leaf) for leaf in tf.nest.flatten(trajectory)]
+    if leaves[0].shape[:1] != (len(self._observers),):
+      raise ValueError(
+          f'Expected trajectories of batch size {len(self._observers)}, got '
+          f'leading shape {leaves[0].shape[:1]}.')
+    for index, observer in enumerate(self._observers):
+      observer.add(tf.nest.pack_sequence_as(
+          trajectory, [leaf[index] for leaf in leaves]))
+    if self._priorities_fn is None:
+      for observer in self._observers:
+        observer.write_pending()
+      return
+    sequences = [observer.pending_sequences for observer in self._observers]
+    flat = [sequence for per_env in sequences for sequence in per_env]
+    if not flat:
+      for observer in self._observers:
+        observer.write_pending()  # Ends episodes that produced no item.
+      return
+    priorities = np.asarray(self._priorities_fn(
+        tf.nest.map_structure(lambda *steps: np.stack(steps), *flat)))
+    start = 0
+    for observer, per_env in zip(self._observers, sequences):
+      observer.write_pending(priorities[start:start + len(per_env)])
+      start += len(per_env)
+
+  def flush(self):
+    for observer in self._observers:
+      observer.flush()
+
+  def close(self):
+    for observer in self._observers:
+      observer.close()

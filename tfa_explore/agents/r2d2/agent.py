@@ -24,6 +24,7 @@ priorities 0.9 max + 0.1 mean |delta|; copy the target network every
 import collections
 
 import gin
+import numpy as np
 import tensorflow as tf
 from tf_agents.agents import tf_agent
 from tf_agents.specs import tensor_spec
@@ -241,10 +242,22 @@ class R2D2Agent(tf_agent.TFAgent):
   def target_q_network(self):
     return self._target_q_network
 
-  def actor_collect_policy(self, actor_index, num_actors):
-    """Epsilon-greedy policy of actor `actor_index` of `num_actors`."""
-    return r2d2_policy.R2D2CollectPolicy(
-        self.policy, r2d2_policy.actor_epsilon(actor_index, num_actors))
+  def actor_collect_policy(self, actor_index, num_actors, envs_per_actor=1):
+    """Epsilon-greedy policy of actor `actor_index` of `num_actors`.
+
+    An actor stepping a batch of `envs_per_actor` environments explores in
+    env k like actor `actor_index * envs_per_actor + k` of
+    `num_actors * envs_per_actor`: each env is one of the paper's actors.
+    """
+    if envs_per_actor == 1:
+      epsilon = r2d2_policy.actor_epsilon(actor_index, num_actors)
+    else:
+      num_slots = num_actors * envs_per_actor
+      epsilon = tf.constant(
+          [r2d2_policy.actor_epsilon(actor_index * envs_per_actor + k,
+                                     num_slots)
+           for k in range(envs_per_actor)], tf.float32)
+    return r2d2_policy.R2D2CollectPolicy(self.policy, epsilon)
 
   def _initialize(self):
     common.soft_variables_update(
@@ -359,26 +372,35 @@ class R2D2Agent(tf_agent.TFAgent):
                                 debug=self._debug_summaries)
     return loss_info
 
-  def initial_priority_fn(self):
-    """A callable: one unbatched `[T]` trajectory (numpy) -> its priority.
+  def initial_priorities_fn(self):
+    """A callable: `[P, T]` trajectories (numpy) -> `[P]` priorities.
 
     As in the paper, actors compute the initial priority of a sequence with
     their own copy of the network, which serves as online and target
-    network. Runs as a `tf.function` of fixed signature.
+    network. Runs as a `tf.function` of fixed signature (any P).
     """
     spec = tensor_spec.add_outer_dims_nest(
-        self.collect_data_spec, (1, self._sequence_config.sequence_length))
+        self.collect_data_spec, (None, self._sequence_config.sequence_length))
 
     @tf.function(input_signature=[spec], autograph=False)
-    def batched_priority(trajectory):
+    def batched_priorities(trajectory):
       errors = self._td_errors(trajectory, self._q_network, self._q_network,
                                training=False)
       return losses.sequence_priorities(
-          errors.td_errors, errors.valid, eta=self._priority_max_weight)[0]
+          errors.td_errors, errors.valid, eta=self._priority_max_weight)
+
+    def priorities(trajectories):
+      return batched_priorities(trajectories).numpy()
+
+    return priorities
+
+  def initial_priority_fn(self):
+    """`initial_priorities_fn` for one unbatched `[T]` trajectory -> float."""
+    priorities = self.initial_priorities_fn()
 
     def priority(trajectory):
-      batched = tf.nest.map_structure(lambda x: tf.expand_dims(x, 0),
+      batched = tf.nest.map_structure(lambda x: np.expand_dims(x, 0),
                                       trajectory)
-      return float(batched_priority(batched).numpy())
+      return float(priorities(batched)[0])
 
     return priority
