@@ -27,6 +27,7 @@ setuptools.setup(
         'opencv-python-headless',
         'pillow',
         'numpy<2',
+        'dm-tree',  # also a dependency of TF-Agents and Reverb
     ],
     extras_require={
         'test': ['pytest', 'pytest-timeout'],
