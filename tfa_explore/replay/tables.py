@@ -55,15 +55,19 @@ def check_signature(signature, collect_data_spec, sequence_length,
 
 
 def default_error_buffer(min_size_to_sample, samples_per_insert,
-                         tolerance=0.1):
-  """Slack of the rate limiter, as Acme sizes it.
+                         tolerance=0.1, min_slack_inserts=100):
+  """Slack of the rate limiter.
 
-  Reverb needs at least 2 * max(1, samples_per_insert); beyond that allow
+  Reverb needs at least 2 * max(1, samples_per_insert). Acme allows
   `tolerance` of the samples the first `min_size_to_sample` inserts are
-  worth, so actors and learner are not locked step by step.
+  worth; with our small `min_size_to_sample` that is a few batches, less
+  than the learner's prefetch and a batched actor's burst of items, and
+  actors and learner then wait on each other step by step. So the slack
+  is at least `min_slack_inserts` inserts' worth of samples.
   """
   minimum = 2.0 * max(1.0, samples_per_insert)
-  return max(minimum, tolerance * min_size_to_sample * samples_per_insert)
+  return max(minimum, tolerance * min_size_to_sample * samples_per_insert,
+             min_slack_inserts * samples_per_insert)
 
 
 @gin.configurable
