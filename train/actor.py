@@ -3,8 +3,10 @@ r"""One R2D2 actor of a multi-machine run.
   python train/actor.py --task=0 --replay_server=HOST:PORT \
       --root_dir=runs/r2d2_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin
 
-Actor `task` of `r2d2.train_eval.num_actors` explores with epsilon
-0.4^(1 + 7 task / (N - 1)), writes sequences to the replay server, reads
+Actor `task` of `r2d2.train_eval.num_actors` steps
+`r2d2.train_eval.envs_per_actor` (E) envs; env k explores with epsilon
+0.4^(1 + 7 j / (N - 1)), j = task * E + k, N = num_actors * E. It writes
+sequences to the replay server, reads
 the learner's weights from it, and stops when the learner has finished.
 Its summaries go to root_dir/actors/<task>.
 """
@@ -15,6 +17,7 @@ from absl import app
 from absl import flags
 
 from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import runner
 
 _TASK = flags.DEFINE_integer('task', None, 'Actor index in [0, num_actors).',
                              required=True)
@@ -23,10 +26,8 @@ _REPLAY_SERVER = flags.DEFINE_string(
     required=True)
 _ROOT_DIR = flags.DEFINE_string('root_dir', None,
                                 'Run directory (actor summaries).')
-_GIN_FILES = flags.DEFINE_multi_string(
-    'gin_file', [], 'Gin config file(s), parsed in order.')
-_GIN_BINDINGS = flags.DEFINE_multi_string(
-    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
+flags.adopt_module_key_flags(runner)  # --help lists the gin flags
 
 
 def main(argv):

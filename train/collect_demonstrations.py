@@ -37,10 +37,8 @@ _OUTPUT = flags.DEFINE_string('output', None, 'Demonstration file to write.',
                               required=True)
 _NUM_EPISODES = flags.DEFINE_integer('num_episodes', None,
                                      'Episodes to record.', required=True)
-_GIN_FILES = flags.DEFINE_multi_string(
-    'gin_file', [], 'Gin config file(s), parsed in order.')
-_GIN_BINDINGS = flags.DEFINE_multi_string(
-    'gin_bindings', [], 'Gin bindings after the files.')
+_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
+flags.adopt_module_key_flags(runner)  # --help lists the gin flags
 
 
 def main(argv):

@@ -15,6 +15,7 @@ from absl import app
 from absl import flags
 
 from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import runner
 
 _REPLAY_SERVER = flags.DEFINE_string(
     'replay_server', None, 'host:port of train/replay_server.py.',
@@ -22,10 +23,8 @@ _REPLAY_SERVER = flags.DEFINE_string(
 _ROOT_DIR = flags.DEFINE_string(
     'root_dir', None, 'Run directory: summaries, checkpoints, policies.',
     required=True)
-_GIN_FILES = flags.DEFINE_multi_string(
-    'gin_file', [], 'Gin config file(s), parsed in order.')
-_GIN_BINDINGS = flags.DEFINE_multi_string(
-    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
+flags.adopt_module_key_flags(runner)  # --help lists the gin flags
 
 
 def main(argv):

@@ -14,12 +14,11 @@ from absl import app
 from absl import flags
 
 from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import runner
 
 _PORT = flags.DEFINE_integer('port', None, 'Port to serve on.', required=True)
-_GIN_FILES = flags.DEFINE_multi_string(
-    'gin_file', [], 'Gin config file(s), parsed in order.')
-_GIN_BINDINGS = flags.DEFINE_multi_string(
-    'gin_bindings', [], "Gin bindings after the files, e.g. 'SEED=3'.")
+_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
+flags.adopt_module_key_flags(runner)  # --help lists the gin flags
 
 
 def main(argv):

@@ -10,6 +10,7 @@ from the parsed config.
 import sys
 from typing import Callable, Optional, Sequence
 
+from absl import flags
 import gin
 
 # Registers the configurables gin files may name. Gin files also import
@@ -30,6 +31,20 @@ class ConfigError(Exception):
 
 
 @gin.configurable(module='runner')
+def define_gin_flags():
+  """Defines `--gin_file` and `--gin_bindings`, which every binary takes.
+
+  Returns:
+    The two flag holders, (gin files, gin bindings).
+  """
+  return (
+      flags.DEFINE_multi_string(
+          'gin_file', [], 'Gin config file(s), parsed in order.'),
+      flags.DEFINE_multi_string(
+          'gin_bindings', [],
+          "Gin bindings after the files, e.g. 'SEED=3'."))
+
+
 def run_experiment(root_dir: str,
                    experiment: Callable[..., object] = gin.REQUIRED):
   """Runs the gin-bound experiment function in `root_dir`."""
