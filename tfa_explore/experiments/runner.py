@@ -30,7 +30,6 @@ class ConfigError(Exception):
   """A gin configuration that cannot run: bad file, binding or value."""
 
 
-@gin.configurable(module='runner')
 def define_gin_flags():
   """Defines `--gin_file` and `--gin_bindings`, which every binary takes.
 
@@ -45,6 +44,7 @@ def define_gin_flags():
           "Gin bindings after the files, e.g. 'SEED=3'."))
 
 
+@gin.configurable(module='runner')
 def run_experiment(root_dir: str,
                    experiment: Callable[..., object] = gin.REQUIRED):
   """Runs the gin-bound experiment function in `root_dir`."""
