@@ -15,7 +15,9 @@ prints:
   learner steps per second and env steps per second overall.
 
 The feed-forward variant binds `r2d2.r2d2_agent_fn.lstm_size = None` (no
-recurrence, empty stored state); everything else is identical.
+recurrence, empty stored state); `batched_actors` runs the same agent with
+2 actor processes of 8 batched envs each (16 epsilon slots) instead of 4
+actor threads of one env; everything else is identical.
 """
 
 import glob
@@ -34,6 +36,10 @@ TARGET_RETURN = 450.0
 VARIANT_BINDINGS = {
     'r2d2': [],
     'feed_forward': ['r2d2.r2d2_agent_fn.lstm_size = None'],
+    # Same agent, actors as 2 processes stepping 8 envs each (16 slots).
+    'batched_actors': ['r2d2.train_eval.num_actors = 2',
+                       'r2d2.train_eval.envs_per_actor = 8',
+                       "r2d2.train_eval.actor_mode = 'process'"],
 }
 
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'runs/r2d2_benchmark',
