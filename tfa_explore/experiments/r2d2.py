@@ -430,6 +430,13 @@ def run_actor(settings, task, replay_server, root_dir=None,
           items_at_update, update_time = items, now
         steps_at_update = total_steps
   finally:
+    # The sequences first: the learner keeps resetting the replay table
+    # (releasing its rate limiter) until every actor reported its stop.
+    try:
+      replay_writer.close(timeout_ms=int(
+          settings.shutdown_timeout_seconds * 1000))
+    except Exception as e:  # pylint: disable=broad-except
+      logging.info('Actor %d dropped its last sequences: %s', task, e)
     try:
       report(unreported_steps, stopped=True)
       progress_writer.flush(timeout_ms=5_000)
@@ -437,11 +444,10 @@ def run_actor(settings, task, replay_server, root_dir=None,
       # The server may be gone already (single machine: stopped after the
       # learner); the learner stops waiting after its shutdown timeout.
       logging.info('Actor %d could not report its stop: %s', task, e)
-    for closable in (progress_writer, replay_writer):
-      try:
-        closable.close()
-      except Exception:  # pylint: disable=broad-except
-        pass
+    try:
+      progress_writer.close()
+    except Exception:  # pylint: disable=broad-except
+      pass
     if summary_writer is not None:
       summary_writer.close()
     env.close()

@@ -715,8 +715,8 @@ class _InMemoryWriter:
     del clear_buffers
     self.history = None
 
-  def flush(self):
-    pass
+  def flush(self, block_until_num_items=0, timeout_ms=None):
+    del block_until_num_items, timeout_ms
 
   def close(self):
     pass

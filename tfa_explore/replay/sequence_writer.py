@@ -49,7 +49,7 @@ class R2D2SequenceObserver:
 
   def __init__(self, py_client, table_name, sequence_config,
                collect_data_spec=None, priority_fn=None,
-               default_priority=1.0):
+               default_priority=1.0, max_in_flight_items=4):
     """Creates the observer.
 
     Args:
@@ -63,8 +63,11 @@ class R2D2SequenceObserver:
         priority, e.g. `agent.initial_priority_fn()`; None to insert with
         `default_priority`.
       default_priority: priority when `priority_fn` is None.
+      max_in_flight_items: items sent but not yet confirmed by the server
+        before writing blocks (the rate limiter's hold on the actor).
     """
     self._py_client = py_client
+    self._max_in_flight_items = max_in_flight_items
     self._table_name = table_name
     self._config = sequence_config
     self._sequence_length = sequence_config.sequence_length
@@ -142,6 +145,11 @@ class R2D2SequenceObserver:
     for (_, item), priority in zip(self._pending, priorities):
       self._writer.create_item(self._table_name, float(priority), item)
       self._num_items += 1
+    if self._pending:
+      # Blocks while more than `max_in_flight_items` items are unconfirmed:
+      # that is how the table's rate limiter holds the actor back, and what
+      # bounds the writer's memory.
+      self._writer.flush(block_until_num_items=self._max_in_flight_items)
     self._pending.clear()
     if self._episode_over:
       self._end_episode()
@@ -178,9 +186,18 @@ class R2D2SequenceObserver:
     self.write_pending()
     self._end_episode()
 
-  def close(self):
-    self._writer.end_episode(clear_buffers=True)
-    self._writer.close()
+  def close(self, timeout_ms=None):
+    """Sends the written items and closes the writer.
+
+    Args:
+      timeout_ms: longest wait for the server to accept the items still in
+        flight (its rate limiter may hold them); None waits for ever. Items
+        not accepted in time are dropped, and DeadlineExceededError raised.
+    """
+    try:
+      self._writer.end_episode(clear_buffers=True, timeout_ms=timeout_ms)
+    finally:
+      self._writer.close()
 
 
 class BatchedSequenceWriter:
@@ -253,6 +270,16 @@ class BatchedSequenceWriter:
     for observer in self._observers:
       observer.flush()
 
-  def close(self):
+  def close(self, timeout_ms=None):
+    """`R2D2SequenceObserver.close` for each env (the timeout is per env).
+
+    Every env's writer is closed; the first error is raised afterwards.
+    """
+    error = None
     for observer in self._observers:
-      observer.close()
+      try:
+        observer.close(timeout_ms)
+      except Exception as e:  # pylint: disable=broad-except
+        error = error or e
+    if error is not None:
+      raise error

@@ -63,11 +63,13 @@ def default_error_buffer(min_size_to_sample, samples_per_insert,
   worth; with our small `min_size_to_sample` that is a few batches, less
   than the learner's prefetch and a batched actor's burst of items, and
   actors and learner then wait on each other step by step. So the slack
-  is at least `min_slack_inserts` inserts' worth of samples.
+  is at least `min_slack_inserts` inserts' worth of samples, capped at
+  `min_size_to_sample` inserts so tiny test tables stay tight.
   """
   minimum = 2.0 * max(1.0, samples_per_insert)
+  floor = min(min_slack_inserts, min_size_to_sample) * samples_per_insert
   return max(minimum, tolerance * min_size_to_sample * samples_per_insert,
-             min_slack_inserts * samples_per_insert)
+             floor)
 
 
 @gin.configurable
