@@ -32,7 +32,7 @@ r"""R2D3 vs its R2D2 twin on MiniGrid-DoorKey-8x8, plus a demo-ratio ablation.
 with demonstrations) are for smoke tests with a tiny budget; the table
 then says that the shipped config was not used. Smoke test (~3 minutes):
 
-  python benchmarks/r2d3_benchmark.py --output_dir=/tmp/r2d3_smoke \
+  python benchmarks/r2d3_benchmark.py --output_dir=runs/r2d3_smoke \
       --seeds=0 --variants=r2d3,r2d2,rho_1_16 --num_env_steps=3000 \
       --num_demo_episodes=3 \
       --gin_bindings='r2d2.train_eval.eval_interval = 1500' \
