@@ -145,17 +145,13 @@ class SingleMachineTest(_TestCase):
     # Eval right after pre-training (env step 0) and at the end.
     self.assertEqual(evals['Metrics/SuccessRate'][0][0], 0)
     self.assertEqual(float(evals['Metrics/SuccessRate'][-1][1]), 1.0)
-    # Pre-training batches are all demonstrations (x-axis: train step);
-    # afterwards each element is a demo with probability rho = 0.5.
+    # Pre-training batches are all demonstrations (x-axis: train step),
+    # then mixed ones follow (their ratio: test_mixed_batches_near_rho).
     fractions = {step: float(value)
                  for step, value in train['Replay/demo_fraction']}
     self.assertTrue(all(fractions[step] == 1.0
                         for step in range(1, PRETRAIN_STEPS + 1)))
-    mixed = [value for step, value in fractions.items()
-             if step > PRETRAIN_STEPS]
-    self.assertGreaterEqual(len(mixed), 10)
-    # n >= 10 batches of 8: sigma of the mean <= sqrt(0.25 / 80) = 0.056.
-    self.assertBetween(np.mean(mixed), 0.25, 0.75)
+    self.assertTrue(any(step > PRETRAIN_STEPS for step in fractions))
     # Priorities went to both tables: the learner's updater saw demo and
     # agent keys (which table gets which is tested in test_r2d3_replay).
     learner_updaters = [u for u in _RecordingUpdater.instances
@@ -174,9 +170,11 @@ class SingleMachineTest(_TestCase):
       result = r2d2.train_eval(root_dir=root_dir)
     self.assertEqual(pretrain_calls, [])
     self.assertGreaterEqual(result['EnvironmentSteps'], 200)
+    # The restored train step goes on (the resumed run's own learner steps
+    # depend on how fast actors outrun the learner in 80 env steps).
     train = r2d2_test.read_events(os.path.join(root_dir, 'train'))
-    self.assertGreater(int(train['Metrics/LearnerSteps'][-1][1]),
-                       train_steps)
+    self.assertGreaterEqual(int(train['Metrics/LearnerSteps'][-1][1]),
+                            train_steps)
 
   def test_r2d2_without_demonstrations_is_unchanged(self):
     # The twin's server has R2D2's three tables only.
@@ -252,6 +250,39 @@ class InProcessServerTest(_TestCase):
     self.assertEqual(settings.demonstrations.fill_table(client, agent),
                      expected)
     self.assertEqual(client.server_info()[demo_table].current_size, expected)
+
+  def test_mixed_batches_near_rho(self):
+    # The learner's dataset on a server whose agent table holds known
+    # sequences (Counting episodes, always action 0; the demos always take
+    # action 1, padding has action 0). The agent
+    # table's SampleToInsertRatio admits about min_size_to_sample + slack
+    # inserts without samples (then writes block) and, at 50 samples per
+    # insert, enough samples for this test.
+    settings = self.r2d3_settings('r2d2.train_eval.samples_per_insert = 50.0')
+    server = r2d2.make_replay_server(settings)
+    self.addCleanup(server.stop)
+    address = f'localhost:{server.port}'
+    client = reverb.Client(address)
+    _, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
+    settings.demonstrations.fill_table(client, agent)
+    agent_episodes = demonstrations.record_episodes(
+        fake_envs.load_counting(seed=0, episode_length=3),
+        support.ActionSequenceSource([0]), 5)
+    self.assertBetween(
+        demonstrations.count_sequences(agent_episodes, agent),
+        settings.min_size_to_sample, settings.min_size_to_sample + 2)
+    demonstrations.write_to_table(agent_episodes, client, r2d2.REPLAY_TABLE,
+                                  agent)
+    dataset = settings.demonstrations.dataset(
+        address, agent, batch_size=8, seed=0, rate_limiter_timeout_ms=5000)
+    flags = []
+    for experience, _ in dataset.take(5):
+      # The flag matches the table: only demo sequences hold action 1.
+      self.assertAllEqual(np.any(experience.trajectory.action == 1, axis=1),
+                          experience.is_demo)
+      flags.append(experience.is_demo.numpy())
+    # 40 elements, rho = 0.5: sigma of the fraction sqrt(0.25 / 40) = 0.079.
+    self.assertBetween(np.mean(np.concatenate(flags)), 0.2, 0.8)
 
 
 class ErrorsTest(_TestCase):
