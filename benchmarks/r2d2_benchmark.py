@@ -20,17 +20,14 @@ recurrence, empty stored state); `batched_actors` runs the same agent with
 actor threads of one env; everything else is identical.
 """
 
-import glob
 import os
-import subprocess
-import sys
-import time
 
 from absl import app
 from absl import flags
-import tensorflow as tf
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import common  # benchmarks/common.py, next to this script.
+
+REPO_ROOT = common.REPO_ROOT
 GIN_FILE = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'stateless_cartpole.gin')
 TARGET_RETURN = 450.0
 VARIANT_BINDINGS = {
@@ -53,25 +50,11 @@ _REPORT_ONLY = flags.DEFINE_bool('report_only', False,
                                  'Only read existing runs.')
 
 
-def read_scalars(directory):
-  """{tag: [(step, wall_time, value)]} of the event files in `directory`."""
-  scalars = {}
-  for path in sorted(glob.glob(os.path.join(directory, 'events.out.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        if value.tag == 'operative_config':
-          continue
-        scalars.setdefault(value.tag, []).append(
-            (event.step, event.wall_time,
-             float(tf.make_ndarray(value.tensor))))
-  return scalars
-
-
 def summarize(run_dir):
   """Figures of one finished run, or None."""
-  evals = read_scalars(os.path.join(run_dir, 'eval')).get(
+  evals = common.read_scalars(os.path.join(run_dir, 'eval')).get(
       'Metrics/AverageReturn', [])
-  train = read_scalars(os.path.join(run_dir, 'train'))
+  train = common.read_scalars(os.path.join(run_dir, 'train'))
   if not evals or 'Metrics/EnvironmentSteps' not in train:
     return None
   steps = train['Metrics/EnvironmentSteps']
@@ -94,18 +77,12 @@ def summarize(run_dir):
 
 
 def run(variant, seed, run_dir):
-  command = [
-      sys.executable, os.path.join(REPO_ROOT, 'train', 'train_eval.py'),
-      f'--root_dir={run_dir}', f'--gin_file={GIN_FILE}',
-      f'--gin_bindings=SEED={seed}',
-      f'--gin_bindings=NUM_ENV_STEPS={_NUM_ENV_STEPS.value}',
-  ] + [f'--gin_bindings={binding}' for binding in VARIANT_BINDINGS[variant]]
-  print(' '.join(command), flush=True)
-  start = time.time()
-  with open(run_dir + '.log', 'w') as log:
-    subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=True,
-                   cwd=REPO_ROOT)
-  print(f'  {variant} seed {seed}: {time.time() - start:.0f} s', flush=True)
+  command = common.train_eval_command(
+      run_dir, GIN_FILE,
+      [f'SEED={seed}', f'NUM_ENV_STEPS={_NUM_ENV_STEPS.value}'] +
+      VARIANT_BINDINGS[variant])
+  seconds, _ = common.run_logged(command, run_dir + '.log')
+  print(f'  {variant} seed {seed}: {seconds:.0f} s', flush=True)
 
 
 def main(argv):

@@ -22,14 +22,12 @@ Read from the logs (x-axis env steps):
 
 import argparse
 import concurrent.futures
-import glob
 import os
 import statistics
-import subprocess
-import sys
-import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import common  # benchmarks/common.py, next to this script.
+
+REPO_ROOT = common.REPO_ROOT
 AGENTS = ('rnd_ppo', 'ppo')
 
 # Task -> (title, eval-return target, env-step budget of the target). The
@@ -51,18 +49,8 @@ def run_dir(output_dir, task, agent, seed):
 
 def read_scalars(directory):
   """{tag: [(step, value)]} sorted by step, from all event files."""
-  # Imported here so --help and the job launcher do not load TensorFlow.
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  scalars = {}
-  for path in sorted(glob.glob(os.path.join(directory, 'events.out.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        try:
-          number = float(tf.make_ndarray(value.tensor))
-        except (TypeError, ValueError):
-          continue
-        scalars.setdefault(value.tag, []).append((event.step, number))
-  return {tag: sorted(points) for tag, points in scalars.items()}
+  return {tag: [(step, value) for step, _, value in points]
+          for tag, points in common.read_scalars(directory).items()}
 
 
 def finished(directory, budget):
@@ -77,19 +65,13 @@ def train(task, agent, seed, output_dir, log_dir):
   name = f'{agent}/{task}/seed{seed}'
   if finished(directory, TASKS[task]['budget']):
     return name, 0.0, 0
-  command = [
-      sys.executable, os.path.join(REPO_ROOT, 'train', 'train_eval.py'),
-      f'--root_dir={directory}',
-      f'--gin_file={os.path.join(REPO_ROOT, "gin", agent, task + ".gin")}',
-      f'--gin_bindings=SEED={seed}',
-  ]
-  os.makedirs(log_dir, exist_ok=True)
-  start = time.time()
-  with open(os.path.join(log_dir, f'{agent}_{task}_seed{seed}.log'),
-            'w') as log:
-    code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT,
-                           cwd=REPO_ROOT)
-  return name, time.time() - start, code
+  command = common.train_eval_command(
+      directory, os.path.join(REPO_ROOT, 'gin', agent, task + '.gin'),
+      [f'SEED={seed}'])
+  seconds, code = common.run_logged(
+      command, os.path.join(log_dir, f'{agent}_{task}_seed{seed}.log'),
+      check=False)
+  return name, seconds, code
 
 
 def summarize_run(directory, task):

@@ -27,6 +27,15 @@ GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
                              recursive=True))
 RND_PPO_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo',
                                               '*.gin')))
+R2D3_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3', '*.gin')))
+# R2D3 file -> its R2D2 twin (same agent and settings, no demonstrations).
+R2D3_TWINS = {'gin/r2d3/minigrid_doorkey8x8.gin':
+                  'gin/r2d2/minigrid_doorkey8x8.gin'}
+# R2D3 files without a twin, and why.
+R2D3_WITHOUT_TWIN = {
+    'gin/r2d3/atari_pong.gin': 'scaled to 2 cores; gin/r2d2/atari_pong.gin '
+                               'is scaled to 8 actor processes',
+}
 
 # The bindings an RND-PPO file may have that its PPO twin lacks (or binds
 # differently): everything about the intrinsic reward, nothing else.
@@ -48,6 +57,14 @@ def _bindings(path):
       bindings[(scope, selector, name)] = repr(value)
   gin.clear_config()
   return bindings
+
+
+def is_r2d3_binding(key):
+  """Bindings an R2D3 file may have that its R2D2 twin lacks."""
+  _, selector, name = key
+  if selector == 'r2d2.train_eval':
+    return name in ('demonstrations', 'agent_fn')
+  return selector.startswith('r2d3.')
 
 
 def is_intrinsic_binding(key):
@@ -126,6 +143,48 @@ class GinFilesTest(parameterized.TestCase):
     self.assertFalse(is_intrinsic_binding(differing[0]))
     self.assertTrue(is_intrinsic_binding(
         ('', 'rnd_ppo.rnd_ppo_agent', 'intrinsic_advantage_coef')))
+
+  def test_every_r2d3_file_has_a_twin_or_a_reason(self):
+    names = {_relative(path) for path in R2D3_FILES}
+    self.assertIn('gin/r2d3/minigrid_doorkey8x8.gin', names)
+    self.assertEqual(names, set(R2D3_TWINS) | set(R2D3_WITHOUT_TWIN))
+
+  @parameterized.named_parameters(
+      (os.path.basename(path).replace('.', '_'), path)
+      for path in R2D3_TWINS)
+  def test_r2d2_twin_differs_only_in_r2d3_bindings(self, r2d3_path):
+    r2d3_path = os.path.join(REPO_ROOT, r2d3_path)
+    r2d2_path = os.path.join(REPO_ROOT, R2D3_TWINS[_relative(r2d3_path)])
+    differing = differing_bindings(r2d3_path, r2d2_path)
+    not_r2d3 = [key for key in differing if not is_r2d3_binding(key)]
+    self.assertEmpty(not_r2d3,
+                     f'{_relative(r2d3_path)} and its R2D2 twin differ in '
+                     f'non-R2D3 bindings: {not_r2d3}')
+    # The switches: agent factory and demonstrations.
+    r2d3_bindings, r2d2_bindings = _bindings(r2d3_path), _bindings(r2d2_path)
+    agent_fn = ('', 'r2d2.train_eval', 'agent_fn')
+    self.assertEqual(r2d3_bindings[agent_fn], '@r2d3.r2d3_agent_fn')
+    self.assertEqual(r2d2_bindings[agent_fn], '@r2d2.r2d2_agent_fn')
+    demos = ('', 'r2d2.train_eval', 'demonstrations')
+    self.assertEqual(r2d3_bindings[demos], '@r2d3.Demonstrations()')
+    self.assertNotIn(demos, r2d2_bindings)
+    self.assertFalse(any(key[1].startswith('r2d3.') for key in r2d2_bindings))
+
+  def test_r2d3_twin_check_catches_a_shared_difference(self):
+    r2d3_path = os.path.join(REPO_ROOT, 'gin', 'r2d3',
+                             'minigrid_doorkey8x8.gin')
+    temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
+    self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
+    changed = os.path.join(temp_dir, 'changed.gin')
+    with open(r2d3_path) as source, open(changed, 'w') as target:
+      text = source.read()
+      self.assertIn('r2d2.r2d2_agent_fn.lstm_size = 64', text)
+      target.write(text.replace('r2d2.r2d2_agent_fn.lstm_size = 64',
+                                'r2d2.r2d2_agent_fn.lstm_size = 32'))
+    differing = differing_bindings(r2d3_path, changed)
+    self.assertEqual(differing, [('', 'r2d2.r2d2_agent_fn', 'lstm_size')])
+    self.assertFalse(is_r2d3_binding(differing[0]))
+    self.assertTrue(is_r2d3_binding(('', 'r2d3.Demonstrations', 'path')))
 
   @parameterized.named_parameters(
       (_relative(path).replace('/', '_').replace('.', '_'), path)

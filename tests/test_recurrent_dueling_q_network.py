@@ -128,6 +128,30 @@ class ShapesTest(_TestCase):
         step_type=tf.constant([MID, MID]))
     self.assertAllClose(q_uint8, q_float, rtol=1e-5, atol=1e-6)
 
+  def test_image_scale_one_keeps_one_hot_planes(self):
+    # MiniGrid's one-hot planes are uint8 0/1: image_scale=1 feeds them as
+    # 0.0/1.0, like the same planes given as float32.
+    def make(dtype, image_scale):
+      return rdqn.RecurrentDuelingQNetwork(
+          rdqn.make_input_spec(tf.TensorSpec((5, 5, 3), dtype), ACTION_SPEC),
+          ACTION_SPEC, conv_layer_params=((4, 2, 1),),
+          torso_fc_layer_params=(8,), lstm_size=4,
+          dueling_fc_layer_params=(8,), image_scale=image_scale)
+    uint8_network, float_network = make(tf.uint8, 1.0), make(tf.float32, None)
+    uint8_network.create_variables()
+    float_network.create_variables()
+    float_network.set_weights(uint8_network.get_weights())
+    planes = self.rng.integers(0, 2, size=(2, 5, 5, 3))
+    common = {'prev_action': tf.constant([0, 1], tf.int64),
+              'prev_reward': tf.constant([0.0, 1.0])}
+    q_uint8, _ = uint8_network(
+        dict(common, observation=tf.constant(planes, tf.uint8)),
+        step_type=tf.constant([MID, MID]))
+    q_float, _ = float_network(
+        dict(common, observation=tf.constant(planes, tf.float32)),
+        step_type=tf.constant([MID, MID]))
+    self.assertAllClose(q_uint8, q_float, rtol=1e-5, atol=1e-6)
+
   def test_state_specs(self):
     self.assertEqual(
         [(s.shape, s.dtype) for s in _vector_network(lstm_size=8).state_spec],

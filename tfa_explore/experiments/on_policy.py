@@ -51,8 +51,8 @@ OPERATIVE_CONFIG = 'operative_config.gin'
 EVAL_SEED_OFFSET = 1_000_003
 
 
-def evaluate(policy_action, environment: tf_py_environment.TFPyEnvironment
-            ) -> Dict[str, float]:
+def evaluate(policy_action, environment: tf_py_environment.TFPyEnvironment,
+             success_threshold: Optional[float] = None) -> Dict[str, float]:
   """Runs ONE episode in each env of the batched `environment`.
 
   Using one env per episode (rather than counting finished episodes of a few
@@ -63,6 +63,7 @@ def evaluate(policy_action, environment: tf_py_environment.TFPyEnvironment
       tf.function of a greedy policy's `action`.
     environment: A batched TFPyEnvironment; its batch size is the number of
       episodes.
+    success_threshold: if set, also 'SuccessRate' (`success_rate`).
 
   Returns:
     {'AverageReturn': ..., 'AverageEpisodeLength': ...} over the episodes.
@@ -79,8 +80,23 @@ def evaluate(policy_action, environment: tf_py_environment.TFPyEnvironment
     returns[active] += time_step.reward.numpy()[active]
     lengths[active] += 1
     done |= time_step.is_last().numpy()
-  return {'AverageReturn': float(returns.mean()),
-          'AverageEpisodeLength': float(lengths.mean())}
+  results = {'AverageReturn': float(returns.mean()),
+             'AverageEpisodeLength': float(lengths.mean())}
+  if success_threshold is not None:
+    results['SuccessRate'] = success_rate(returns, success_threshold)
+  return results
+
+
+def success_rate(episode_returns, threshold: float) -> float:
+  """Fraction of episodes whose return is above `threshold`.
+
+  MiniGrid pays 1 - 0.9 * steps / max_steps > 0 only on reaching the goal,
+  so with threshold 0 this is the fraction of episodes that reached it.
+  """
+  episode_returns = np.asarray(episode_returns, np.float64)
+  if episode_returns.size == 0:
+    raise ValueError('success_rate needs at least one episode.')
+  return float(np.mean(episode_returns > threshold))
 
 
 def _crossed(previous: int, current: int, interval: int) -> bool:

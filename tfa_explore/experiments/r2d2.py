@@ -46,6 +46,12 @@ so actors can be restarted at any time.
 `train_eval` (the gin experiment) holds every setting; the binaries call it
 with a `job` (e.g. `functools.partial(run_actor, task=..., ...)`) that gets
 the `Settings` instead of running the single-machine experiment.
+
+R2D3. With `demonstrations` bound (an `experiments.r2d3.Demonstrations`)
+the same processes run R2D3: the server gets a fourth, demonstration
+table; the learner fills it, optionally pre-trains on it, samples mixed
+batches and writes priorities to both tables. Actors are unchanged. This
+module only calls those hooks; `experiments/r2d3.py` has the rest.
 """
 
 import collections
@@ -126,12 +132,19 @@ class Settings:
   sample_timeout_seconds: float
   shutdown_timeout_seconds: float
   max_checkpoints_to_keep: int
+  # R2D3 (`experiments.r2d3.Demonstrations`), None for R2D2.
+  demonstrations: Optional[Any] = None
+  eval_success_threshold: Optional[float] = None
 
 
 # --- agent ------------------------------------------------------------------
 
 
-@gin.configurable(module='r2d2')
+# `agent_class` and `agent_kwargs` are for other factories that build a
+# subclass on the same network and hyperparameters (`r2d3.r2d3_agent_fn`),
+# not gin parameters: a gin file binds the R2D2 ones here and the
+# subclass's own in its factory.
+@gin.configurable(module='r2d2', denylist=['agent_class', 'agent_kwargs'])
 def r2d2_agent_fn(time_step_spec,
                   action_spec,
                   train_step_counter,
@@ -140,6 +153,7 @@ def r2d2_agent_fn(time_step_spec,
                   torso_fc_layer_params=REQUIRED,
                   dueling_fc_layer_params=REQUIRED,
                   conv_layer_params=None,
+                  image_scale=None,
                   learning_rate=REQUIRED,
                   adam_epsilon=REQUIRED,
                   n_step=REQUIRED,
@@ -149,12 +163,16 @@ def r2d2_agent_fn(time_step_spec,
                   priority_max_weight=REQUIRED,
                   gradient_clipping=REQUIRED,
                   use_stored_state=True,
-                  debug_summaries=True):
+                  debug_summaries=True,
+                  agent_class=r2d2_agent.R2D2Agent,
+                  agent_kwargs=None):
   """An initialized `R2D2Agent` with a `RecurrentDuelingQNetwork`.
 
   `lstm_size=None` gives the feed-forward baseline (no recurrence, empty
   state). Hyperparameters are documented on `R2D2Agent` and
-  `RecurrentDuelingQNetwork`; Adam as in the paper.
+  `RecurrentDuelingQNetwork` (`image_scale`: None scales uint8 pixels by
+  1/255); Adam as in the paper. `agent_class` (an `R2D2Agent` subclass)
+  gets these arguments plus `agent_kwargs`.
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
@@ -170,8 +188,9 @@ def r2d2_agent_fn(time_step_spec,
       torso_fc_layer_params=tuple(torso_fc_layer_params),
       lstm_size=lstm_size,
       dueling_fc_layer_params=tuple(dueling_fc_layer_params),
-      conv_layer_params=conv_layer_params)
-  agent = r2d2_agent.R2D2Agent(
+      conv_layer_params=conv_layer_params,
+      image_scale=image_scale)
+  agent = agent_class(
       time_step_spec,
       action_spec,
       q_network=network,
@@ -185,7 +204,8 @@ def r2d2_agent_fn(time_step_spec,
       use_stored_state=use_stored_state,
       gradient_clipping=gradient_clipping,
       debug_summaries=debug_summaries,
-      train_step_counter=train_step_counter)
+      train_step_counter=train_step_counter,
+      **(agent_kwargs or {}))
   agent.initialize()
   return agent
 
@@ -244,9 +264,13 @@ def _progress_signature():
 
 
 def make_tables(settings, agent):
-  """The server's three tables (module doc), from the agent's specs."""
+  """The server's tables (module doc), from the agent's specs.
+
+  Three for R2D2; R2D3 (`settings.demonstrations`) adds its demonstration
+  table.
+  """
   shared_state = _SharedState(agent)
-  return [
+  server_tables = [
       tables.make_prioritized_table(
           REPLAY_TABLE,
           max_size=settings.replay_capacity,
@@ -266,20 +290,29 @@ def make_tables(settings, agent):
       reverb.Table.queue(PROGRESS_TABLE, max_size=PROGRESS_QUEUE_SIZE,
                          signature=_progress_signature()),
   ]
+  if settings.demonstrations is not None:
+    server_tables.append(settings.demonstrations.make_table(
+        agent, settings.priority_exponent))
+  return server_tables
 
 
 def make_replay_server(settings, port=None):
   """A Reverb server with the tables of `settings` (port None: any free)."""
   env, agent = _make_agent(settings)
   env.close()
-  server = reverb.Server(make_tables(settings, agent), port=port)
+  server_tables = make_tables(settings, agent)
+  server = reverb.Server(server_tables, port=port)
   logging.info('Reverb server on port %d with tables %s.', server.port,
-               [REPLAY_TABLE, VARIABLES_TABLE, PROGRESS_TABLE])
+               [table.name for table in server_tables])
   return server
 
 
-def _check_tables(client, shared_state):
-  """Raises ValueError unless the server's tables fit this agent."""
+def _check_tables(client, shared_state, demonstrations=None):
+  """Raises ValueError unless the server's tables fit this agent.
+
+  With `demonstrations` (the learner of an R2D3 run) the demonstration
+  table is checked too.
+  """
   agent = shared_state.agent
   info = client.server_info(timeout=60)
   missing = [name for name in (REPLAY_TABLE, VARIABLES_TABLE, PROGRESS_TABLE)
@@ -301,6 +334,8 @@ def _check_tables(client, shared_state):
         f'Reverb table {VARIABLES_TABLE!r} holds weights of another network '
         f'({actual}); this agent needs {expected}. Start the replay server '
         'with the same gin file.')
+  if demonstrations is not None:
+    demonstrations.check_server(info, agent)
 
 
 # --- actor ------------------------------------------------------------------
@@ -517,8 +552,9 @@ class _ProgressReader:
 class _ReplayRates:
   """Reverb insert/sample counts and rates since the previous call."""
 
-  def __init__(self, client):
+  def __init__(self, client, demonstrations=None):
     self._client = client
+    self._demonstrations = demonstrations
     self._previous = None
 
   def __call__(self):
@@ -534,6 +570,8 @@ class _ReplayRates:
       values['inserts_per_second'] = (current[1] - self._previous[1]) / elapsed
       values['samples_per_second'] = (current[2] - self._previous[2]) / elapsed
     self._previous = current
+    if self._demonstrations is not None:
+      values.update(self._demonstrations.replay_summaries(self._client))
     return values
 
 
@@ -544,6 +582,12 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
   train/, eval/, checkpoints/, policies/) and resumes from the latest
   checkpoint in root_dir.
 
+  With `settings.demonstrations` (R2D3, `experiments.r2d3`): fills the
+  demonstration table unless it already holds the file's sequences,
+  pre-trains on it (steps done are checkpointed; evaluated and saved at
+  env step 0), then trains on mixed batches and writes priorities back to
+  both tables.
+
   Args:
     settings: `Settings`.
     replay_server: 'host:port' of the Reverb server.
@@ -553,7 +597,7 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
 
   Returns:
     The final evaluation: {'AverageReturn', 'AverageEpisodeLength',
-    'EnvironmentSteps'}.
+    'EnvironmentSteps'} (+ 'SuccessRate' with `eval_success_threshold`).
   """
   tf.random.set_seed(settings.seed)
   np.random.seed(settings.seed % 2**32)
@@ -565,7 +609,11 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
   env, agent = _make_agent(settings, train_step)
+  env_id = getattr(env, 'env_id', None)
   env.close()
+  demos = settings.demonstrations
+  if demos is not None:
+    demos.check_agent(agent)
   shared_state = _SharedState(agent)
   env_steps = shared_state.env_steps
   num_episodes = tf.Variable(0, dtype=tf.int64, name='num_episodes')
@@ -575,21 +623,31 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
                                settings.seed + on_policy.EVAL_SEED_OFFSET))
 
   client = reverb.Client(replay_server)
-  _check_tables(client, shared_state)
-  sequence_length = agent.sequence_config.sequence_length
-  replay_buffer = reverb_replay_buffer.ReverbReplayBuffer(
-      agent.collect_data_spec, REPLAY_TABLE, sequence_length,
-      server_address=replay_server,
-      rate_limiter_timeout_ms=int(settings.sample_timeout_seconds * 1000))
-  dataset = replay_dataset.replay_dataset(replay_buffer, agent,
-                                          settings.batch_size)
-  updater = priority_updater.PriorityUpdater(replay_server, REPLAY_TABLE)
+  _check_tables(client, shared_state, demos)
+  sample_timeout_ms = int(settings.sample_timeout_seconds * 1000)
+  if demos is None:
+    replay_buffer = reverb_replay_buffer.ReverbReplayBuffer(
+        agent.collect_data_spec, REPLAY_TABLE,
+        agent.sequence_config.sequence_length, server_address=replay_server,
+        rate_limiter_timeout_ms=sample_timeout_ms)
+    dataset = replay_dataset.replay_dataset(replay_buffer, agent,
+                                            settings.batch_size)
+    updater = priority_updater.PriorityUpdater(replay_server, REPLAY_TABLE)
+  else:
+    demos.fill_table(client, agent, env_id)
+    dataset = demos.dataset(replay_server, agent, settings.batch_size,
+                            settings.seed, sample_timeout_ms)
+    updater = demos.priority_updater(replay_server)
   variables = reverb_variable_container.ReverbVariableContainer(
       replay_server, table_names=[VARIABLES_TABLE])
 
-  checkpoint = tf.train.Checkpoint(
-      agent=agent, train_step=train_step, env_steps=env_steps,
-      num_episodes=num_episodes)
+  checkpointed = dict(agent=agent, train_step=train_step,
+                      env_steps=env_steps, num_episodes=num_episodes)
+  if demos is not None:
+    pretrain_steps_done = tf.Variable(0, dtype=tf.int64,
+                                      name='pretrain_steps_done')
+    checkpointed['pretrain_steps_done'] = pretrain_steps_done
+  checkpoint = tf.train.Checkpoint(**checkpointed)
   checkpoint_manager = tf.train.CheckpointManager(
       checkpoint, os.path.join(root_dir, on_policy.CHECKPOINT_DIR),
       max_to_keep=settings.max_checkpoints_to_keep, checkpoint_name='ckpt')
@@ -614,8 +672,7 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
 
   progress = _ProgressReader(client, env_steps, num_episodes,
                              settings.num_actors * settings.envs_per_actor)
-  replay_rates = _ReplayRates(client)
-  variables.push(shared_state.nest())
+  replay_rates = _ReplayRates(client, demos)
 
   @common.function(autograph=False)
   def train(experience, sample_info):
@@ -627,14 +684,19 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
                                         settings.num_eval_episodes)
 
   def run_eval():
-    results = on_policy.evaluate(greedy_action, eval_env)
+    results = on_policy.evaluate(
+        greedy_action, eval_env,
+        success_threshold=settings.eval_success_threshold)
     step = int(env_steps)
     with eval_writer.as_default():
       summaries.scalars(summaries.METRICS, results, step=step)
     eval_writer.flush()
     logging.info('Eval at %d env steps: average return %.2f, episode length '
-                 '%.1f over %d episodes.', step, results['AverageReturn'],
-                 results['AverageEpisodeLength'], settings.num_eval_episodes)
+                 '%.1f%s over %d episodes.', step, results['AverageReturn'],
+                 results['AverageEpisodeLength'],
+                 (f', success rate {results["SuccessRate"]:.2f}'
+                  if 'SuccessRate' in results else ''),
+                 settings.num_eval_episodes)
     return dict(results, EnvironmentSteps=step)
 
   def save():
@@ -642,6 +704,19 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
     on_policy._export_policies(savers, os.path.join(root_dir, on_policy.POLICY_DIR))  # pylint: disable=protected-access
     logging.info('Checkpoint and policies saved at %d env steps.',
                  int(env_steps))
+
+  last_eval = None
+  if demos is not None:
+    with train_writer.as_default(), tf.summary.record_if(
+        lambda: tf.equal(train_step % settings.summary_interval, 0)):
+      pretrained = demos.pretrain(agent, replay_server, settings.batch_size,
+                                  pretrain_steps_done)
+    if pretrained is not None:
+      # The actors' first weights, evaluated and saved so that a resume
+      # does not pre-train again.
+      last_eval = run_eval()
+      save()
+  variables.push(shared_state.nest())
 
   def next_batch(iterator):
     while True:
@@ -661,7 +736,6 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
         iterator = iter(dataset)
 
   iterator = iter(dataset)
-  last_eval = None
   start_time = time.time()
   log_time, log_steps, log_train_steps = start_time, int(env_steps), int(
       train_step)
@@ -826,6 +900,8 @@ def train_eval(
     sample_timeout_seconds: float = 60.0,
     shutdown_timeout_seconds: float = 30.0,
     max_checkpoints_to_keep: int = 3,
+    demonstrations: Optional[Any] = None,
+    eval_success_threshold: Optional[float] = None,
     job: Optional[Callable[[Settings], Any]] = None,
 ) -> Any:
   """R2D2 on one machine: Reverb server, actors and learner in one run.
@@ -872,12 +948,17 @@ def train_eval(
     shutdown_timeout_seconds: how long a finished learner waits for actors
       to stop.
     max_checkpoints_to_keep: older checkpoints are deleted.
+    demonstrations: R2D3: an `r2d3.Demonstrations` (demonstration table,
+      mixed batches, pre-training; `experiments.r2d3`); None for R2D2.
+    eval_success_threshold: if set, evaluations also report
+      `SuccessRate`, the fraction of episodes whose return exceeds it
+      (MiniGrid: 0, reward only at the goal).
     job: if set, called with the `Settings` instead of running (what the
       multi-machine binaries do, see module doc).
 
   Returns:
     The final evaluation {'AverageReturn', 'AverageEpisodeLength',
-    'EnvironmentSteps'}, or what `job` returns.
+    'EnvironmentSteps'} (+ 'SuccessRate'), or what `job` returns.
   """
   settings = Settings(
       env_loader=env_loader, agent_fn=agent_fn, num_env_steps=num_env_steps,
@@ -895,7 +976,9 @@ def train_eval(
       actor_priorities=actor_priorities,
       sample_timeout_seconds=sample_timeout_seconds,
       shutdown_timeout_seconds=shutdown_timeout_seconds,
-      max_checkpoints_to_keep=max_checkpoints_to_keep)
+      max_checkpoints_to_keep=max_checkpoints_to_keep,
+      demonstrations=demonstrations,
+      eval_success_threshold=eval_success_threshold)
   if num_actors < 1:
     raise ValueError(f'num_actors must be >= 1, got {num_actors}.')
   if envs_per_actor < 1:
@@ -906,6 +989,15 @@ def train_eval(
   if job is not None:
     return job(settings)
 
+  if demonstrations is not None:
+    # Before any actor starts: actors block until the learner's first
+    # weights, so a bad file found by the learner would keep them waiting.
+    env = env_loader(seed=seed)
+    try:
+      demonstrations.check_file(env.time_step_spec(), env.action_spec(),
+                                getattr(env, 'env_id', None))
+    finally:
+      env.close()
   server = make_replay_server(settings)
   address = f'localhost:{server.port}'
   stop_event = threading.Event()

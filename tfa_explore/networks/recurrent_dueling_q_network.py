@@ -101,6 +101,7 @@ class RecurrentDuelingQNetwork(network.Network):
                lstm_size,
                dueling_fc_layer_params,
                conv_layer_params=None,
+               image_scale=None,
                name='RecurrentDuelingQNetwork'):
     """Creates the network.
 
@@ -116,6 +117,9 @@ class RecurrentDuelingQNetwork(network.Network):
       conv_layer_params: (filters, kernel, stride) triples for image
         observations, e.g. `ATARI_CONV_LAYER_PARAMS`; must be None or empty
         for vector observations.
+      image_scale: multiplier after casting the observation to float32;
+        None: 1/255 for uint8 observations (pixels), 1 otherwise. One-hot
+        uint8 planes (MiniGrid) want 1.
       name: network name.
 
     Raises:
@@ -149,7 +153,9 @@ class RecurrentDuelingQNetwork(network.Network):
 
     self._num_actions = int(action_spec.maximum - action_spec.minimum + 1)
     self._action_minimum = int(action_spec.minimum)
-    self._scale_uint8 = observation_spec.dtype == tf.uint8
+    if image_scale is None:
+      image_scale = 1.0 / 255.0 if observation_spec.dtype == tf.uint8 else 1.0
+    self._image_scale = float(image_scale)
 
     self._conv_layers = [
         tf.keras.layers.Conv2D(
@@ -246,10 +252,9 @@ class RecurrentDuelingQNetwork(network.Network):
     """Encodes `[B, T, *obs_shape]` observations into `[B, T, F]` features."""
     batch_squash = network_utils.BatchSquash(2)
     hidden = batch_squash.flatten(observation)
-    if self._scale_uint8:
-      hidden = tf.cast(hidden, tf.float32) / 255.0
-    else:
-      hidden = tf.cast(hidden, tf.float32)
+    hidden = tf.cast(hidden, tf.float32)
+    if self._image_scale != 1.0:
+      hidden = hidden * self._image_scale
     for layer in self._conv_layers:
       hidden = layer(hidden, training=training)
     hidden = self._flatten(hidden)

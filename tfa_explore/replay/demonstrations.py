@@ -745,6 +745,35 @@ def episode_sequences(episodes, agent) -> List[trajectory_lib.Trajectory]:
   return [trajectory for _, trajectory in client.items]
 
 
+class _CountingWriter(_InMemoryWriter):
+  """Counts the items instead of keeping them (one episode in memory)."""
+
+  def create_item(self, table, priority, trajectory):
+    del table, priority, trajectory
+    self._items.append(None)
+
+
+class _CountingClient(_InMemoryClient):
+
+  def trajectory_writer(self, num_keep_alive_refs):
+    del num_keep_alive_refs
+    return _CountingWriter(self.items)
+
+
+def count_sequences(episodes, agent) -> int:
+  """How many sequences `write_to_table` writes for `episodes`.
+
+  Same cutting as `episode_sequences`, but only one episode's steps are in
+  memory at a time, so it also suits long (Atari) demonstrations. The
+  demonstration table must hold at least this many items.
+  """
+  client = _CountingClient()
+  observer = sequence_writer.R2D2SequenceObserver(
+      client, 'counting', agent.sequence_config)
+  _observe_all(observer, episodes, agent.collect_data_spec)
+  return len(client.items)
+
+
 def record_episodes(env, source, num_episodes, max_steps=None):
   """`num_episodes` consecutive episodes of `source` in `env`."""
   return [record_episode(env, source, max_steps) for _ in range(num_episodes)]

@@ -149,9 +149,13 @@ def mixed_dataset(server_address, agent_table, demo_table, agent,
   elif demo_ratio == 1.0:
     mixed = table(demo_table, True)
   else:
+    # stop_on_empty_dataset: when the agent table's rate limiter times out
+    # (its dataset ends), the mix must end too; by default it would go on
+    # with demonstrations alone, silently changing rho.
     mixed = tf.data.Dataset.sample_from_datasets(
         [table(agent_table, False), table(demo_table, True)],
-        weights=[1.0 - demo_ratio, demo_ratio], seed=seed)
+        weights=[1.0 - demo_ratio, demo_ratio], seed=seed,
+        stop_on_empty_dataset=True)
   return _batched_pairs(mixed, batch_size, prefetch)
 
 

@@ -1,0 +1,287 @@
+"""R2D3 experiments: the R2D2 experiment plus a demonstration table.
+
+R2D3 (Paine et al. 2019) runs on the R2D2 machinery of `experiments.r2d2`
+(replay server, actors, learner, the three multi-machine binaries); a gin
+file turns it on with two bindings:
+
+    r2d2.train_eval.agent_fn = @r2d3.r2d3_agent_fn
+    r2d2.train_eval.demonstrations = @r2d3.Demonstrations()
+
+`Demonstrations` is what the R2D2 experiment calls where R2D3 differs:
+
+* server (`r2d2.make_tables`): one more table, `DEMO_TABLE`, prioritized,
+  with the agent's sequence signature (`replay.mixed_dataset
+  .make_demo_table`);
+* learner, before training (`fill_table`): reads the demonstration file
+  (`path`, checked against the agent's specs and env id) and, unless the
+  table already holds exactly its sequences, writes them with
+  `replay.demonstrations.write_to_table` (the actors' sequence cutting:
+  zero initial state, burn-in front padding). So a restarted learner
+  against a live server does not duplicate them, a restarted server gets
+  them again, and neither actors nor the server need the file;
+* learner (`pretrain`): optional `pretrain_steps` learner steps on the
+  demonstration table alone before the first weight push (DQfD's
+  pre-training; Hester et al. 2018, Section 3). The learner checkpoints the
+  steps done, so a resume does not repeat them;
+* learner, training (`dataset`, `priority_updater`): each batch element
+  comes from the demonstration table with probability `demo_ratio` (rho)
+  and from the agent table otherwise (`mixed_dataset`); new priorities go
+  back to the table each element came from (`MixedPriorityUpdater`).
+
+Actors are unchanged: they never read demonstrations.
+
+`r2d3_agent_fn` builds an `R2D3Agent` through `r2d2.r2d2_agent_fn`, so the
+network and every R2D2 hyperparameter are bound on `r2d2.r2d2_agent_fn`
+in both an R2D3 gin file and its R2D2 twin; only the DQfD loss weights are
+bound here.
+"""
+
+import os
+import time
+
+from absl import logging
+import gin
+
+from tfa_explore.agents.r2d3 import agent as r2d3_agent
+from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import runner
+from tfa_explore.replay import demonstrations as demonstrations_lib
+from tfa_explore.replay import mixed_dataset
+from tfa_explore.replay import tables
+
+REQUIRED = gin.REQUIRED
+
+DEMO_TABLE = 'r2d3_demonstrations'
+# Where the demonstration file is configured, for error messages.
+PATH_PARAMETER = 'r2d3.Demonstrations.path'
+
+
+@gin.configurable(module='r2d3')
+def r2d3_agent_fn(time_step_spec,
+                  action_spec,
+                  train_step_counter,
+                  margin=REQUIRED,
+                  ntd_loss_weight=REQUIRED,
+                  td1_loss_weight=REQUIRED,
+                  margin_loss_weight=REQUIRED,
+                  l2_loss_weight=REQUIRED):
+  """An initialized `R2D3Agent` on `r2d2.r2d2_agent_fn`'s network.
+
+  Everything R2D2 has (network, optimizer, sequences, n-step, target
+  updates, priorities) comes from the `r2d2.r2d2_agent_fn` bindings; the
+  arguments here are the DQfD terms, documented on `R2D3Agent`.
+  """
+  return r2d2.r2d2_agent_fn(
+      time_step_spec=time_step_spec,
+      action_spec=action_spec,
+      train_step_counter=train_step_counter,
+      agent_class=r2d3_agent.R2D3Agent,
+      agent_kwargs=dict(margin=margin,
+                        ntd_loss_weight=ntd_loss_weight,
+                        td1_loss_weight=td1_loss_weight,
+                        margin_loss_weight=margin_loss_weight,
+                        l2_loss_weight=l2_loss_weight))
+
+
+@gin.configurable(module='r2d3')
+class Demonstrations:
+  """The demonstration side of an R2D3 run; see the module docstring."""
+
+  def __init__(self,
+               path: str = REQUIRED,
+               demo_ratio: float = REQUIRED,
+               pretrain_steps: int = REQUIRED,
+               table_capacity: int = REQUIRED):
+    """Checks and stores the settings.
+
+    Args:
+      path: demonstration file (`train/collect_demonstrations.py`), read by
+        the learner only.
+      demo_ratio: rho, the probability that a batch element comes from the
+        demonstration table (Paine et al. 2019, Section 3).
+      pretrain_steps: learner steps on demonstrations alone before the
+        actors get their first weights (0: none, as in R2D3).
+      table_capacity: sequences the demonstration table holds; must be at
+        least the file's sequence count (checked when filling).
+
+    Raises:
+      ValueError: for a value out of range.
+    """
+    if not 0.0 <= demo_ratio <= 1.0:
+      raise ValueError(f'demo_ratio must be in [0, 1], got {demo_ratio}.')
+    if pretrain_steps < 0:
+      raise ValueError(f'pretrain_steps must be >= 0, got {pretrain_steps}.')
+    if table_capacity < 1:
+      raise ValueError(f'table_capacity must be >= 1, got {table_capacity}.')
+    self.path = os.fspath(path)
+    self.demo_ratio = float(demo_ratio)
+    self.pretrain_steps = int(pretrain_steps)
+    self.table_capacity = int(table_capacity)
+
+  def __repr__(self):
+    return (f'Demonstrations(path={self.path!r}, demo_ratio='
+            f'{self.demo_ratio}, pretrain_steps={self.pretrain_steps}, '
+            f'table_capacity={self.table_capacity})')
+
+  # --- server ---------------------------------------------------------------
+
+  def make_table(self, agent, priority_exponent):
+    """The demonstration table, from the agent's specs."""
+    return mixed_dataset.make_demo_table(
+        DEMO_TABLE, self.table_capacity, agent.collect_data_spec,
+        agent.sequence_config.sequence_length,
+        priority_exponent=priority_exponent)
+
+  def check_server(self, server_info, agent):
+    """Raises ValueError unless the server has a fitting demo table."""
+    if DEMO_TABLE not in server_info:
+      raise ValueError(
+          f'Reverb server has no table {DEMO_TABLE!r} although the gin '
+          'config sets r2d2.train_eval.demonstrations; start '
+          'train/replay_server.py with the same gin file.')
+    tables.check_signature(server_info[DEMO_TABLE].signature,
+                           agent.collect_data_spec,
+                           agent.sequence_config.sequence_length,
+                           table_name=DEMO_TABLE)
+
+  # --- the file -------------------------------------------------------------
+
+  def _error(self, problem):
+    return runner.ConfigError(
+        f'{PATH_PARAMETER} = {self.path!r}: {problem}')
+
+  def check_file(self, time_step_spec, action_spec, env_id=None):
+    """Header-only check (cheap): file exists, specs and env id match.
+
+    Raises:
+      runner.ConfigError: naming `r2d3.Demonstrations.path`, the file and
+        the problem.
+    """
+    try:
+      header, _ = demonstrations_lib.read_header(self.path)
+      demonstrations_lib.check_specs(header['specs'], time_step_spec,
+                                     action_spec, source=self.path)
+    except FileNotFoundError as error:
+      raise self._error(
+          'no such file. Record demonstrations with '
+          'train/collect_demonstrations.py (README, "R2D3").') from error
+    except (demonstrations_lib.DemonstrationFileError,
+            demonstrations_lib.DemonstrationSpecError, OSError) as error:
+      raise self._error(str(error)) from error
+    if env_id is not None and header['env_id'] != env_id:
+      raise self._error(
+          f'the demonstrations were recorded in {header["env_id"]!r} but the '
+          f'agent acts in {env_id!r}.')
+    return header
+
+  def read(self, agent, env_id=None):
+    """All episodes, checked against the agent (see `check_file`)."""
+    self.check_file(agent.time_step_spec, agent.action_spec, env_id)
+    try:
+      demos = demonstrations_lib.read_demonstrations(
+          self.path, agent.time_step_spec, agent.action_spec)
+    except (demonstrations_lib.DemonstrationFileError,
+            demonstrations_lib.DemonstrationSpecError, OSError) as error:
+      raise self._error(str(error)) from error
+    if not demos.episodes:
+      raise self._error('the file holds no episodes.')
+    return demos
+
+  # --- learner --------------------------------------------------------------
+
+  def check_agent(self, agent):
+    if not isinstance(agent, r2d3_agent.R2D3Agent):
+      raise runner.ConfigError(
+          'r2d2.train_eval.demonstrations needs an R2D3Agent (agent_fn = '
+          f'@r2d3.r2d3_agent_fn), got {type(agent).__name__}.')
+
+  def fill_table(self, client, agent, env_id=None):
+    """Writes the file's sequences unless the table already holds them.
+
+    Returns:
+      Sequences written (0 if the table was already filled).
+
+    Raises:
+      runner.ConfigError: bad file (see `check_file`) or a table too small
+        for the file.
+    """
+    demos = self.read(agent, env_id)
+    expected = demonstrations_lib.count_sequences(demos.episodes, agent)
+    if expected > self.table_capacity:
+      raise runner.ConfigError(
+          f'{self.path} has {expected} sequences but the demonstration '
+          f'table holds r2d3.Demonstrations.table_capacity = '
+          f'{self.table_capacity}; raise it to at least {expected}.')
+    size = client.server_info()[DEMO_TABLE].current_size
+    if size == expected:
+      logging.info('Demonstration table already holds the %d sequences of '
+                   '%s.', size, self.path)
+      return 0
+    if size:
+      # A fill interrupted by a learner crash, or another file.
+      logging.warning('Demonstration table holds %d sequences, %s has %d; '
+                      'refilling.', size, self.path, expected)
+      client.reset(DEMO_TABLE)
+    start = time.time()
+    written = demonstrations_lib.write_to_table(demos.episodes, client,
+                                                DEMO_TABLE, agent)
+    logging.info('Wrote %d demonstration sequences (%d episodes, %d '
+                 'transitions, mean return %.3f) from %s in %.1f s.',
+                 written, len(demos.episodes),
+                 sum(e.num_transitions for e in demos.episodes),
+                 sum(demos.returns) / len(demos.returns), self.path,
+                 time.time() - start)
+    return written
+
+  def dataset(self, server_address, agent, batch_size, seed,
+              rate_limiter_timeout_ms):
+    """The learner's mixed `(MixedSequences, sample_info)` batches."""
+    return mixed_dataset.mixed_dataset(
+        server_address, r2d2.REPLAY_TABLE, DEMO_TABLE, agent, batch_size,
+        demo_ratio=self.demo_ratio, seed=seed,
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+
+  def priority_updater(self, server_address):
+    return mixed_dataset.MixedPriorityUpdater(server_address,
+                                              r2d2.REPLAY_TABLE, DEMO_TABLE)
+
+  def replay_summaries(self, client):
+    """`Replay/demo_size`, `Replay/demo_sampled` (cumulative) values."""
+    info = client.server_info()[DEMO_TABLE]
+    return {'demo_size': info.current_size,
+            'demo_sampled': info.rate_limiter_info.sample_stats.completed}
+
+  def pretrain(self, agent, server_address, batch_size, steps_done):
+    """Runs the pre-training steps not done yet; counts them in `steps_done`.
+
+    Args:
+      agent: the `R2D3Agent`.
+      server_address: the Reverb server with the filled demo table.
+      batch_size: sequences per step.
+      steps_done: int64 `tf.Variable`, checkpointed by the learner.
+
+    Returns:
+      The last `LossInfo`, or None if nothing was left to do.
+    """
+    remaining = self.pretrain_steps - int(steps_done)
+    if remaining <= 0:
+      return None
+    dataset = mixed_dataset.demo_dataset(server_address, DEMO_TABLE, agent,
+                                         batch_size)
+    updater = mixed_dataset.MixedPriorityUpdater(server_address, None,
+                                                 DEMO_TABLE)
+
+    def after_train_step(element, loss_info):
+      updater(element, loss_info)
+      steps_done.assign_add(1)
+
+    logging.info('Pre-training on demonstrations: %d learner steps.',
+                 remaining)
+    start = time.time()
+    loss_info = r2d3_agent.pretrain(agent, dataset, num_steps=remaining,
+                                    after_train_step=after_train_step)
+    logging.info('Pre-training done in %.0f s (%d steps), loss %.4f.',
+                 time.time() - start, int(steps_done),
+                 float(loss_info.loss))
+    return loss_info
+
