@@ -136,6 +136,11 @@ class Settings:
   demonstrations: Optional[Any] = None
   eval_success_threshold: Optional[float] = None
 
+  @property
+  def num_slots(self):
+    """Epsilon slots: every env of every actor is one of the paper's actors."""
+    return self.num_actors * self.envs_per_actor
+
 
 # --- agent ------------------------------------------------------------------
 
@@ -379,9 +384,7 @@ def run_actor(settings, task, replay_server, root_dir=None,
   _check_tables(client, shared_state)
   variables = reverb_variable_container.ReverbVariableContainer(
       replay_server, table_names=[VARIABLES_TABLE])
-  num_slots = settings.num_actors * num_envs
-  epsilons = [r2d2_policy.actor_epsilon(first_slot + k, num_slots)
-              for k in range(num_envs)]
+  epsilons = r2d2_policy.slot_epsilons(task, settings.num_actors, num_envs)
   logging.info('Actor %d (%d envs, epsilons %s) waiting for the learner\'s '
                'weights.', task, num_envs,
                ', '.join(f'{e:.5f}' for e in epsilons))
@@ -671,7 +674,7 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
   summaries.operative_config(train_writer, config_str, step=env_steps)
 
   progress = _ProgressReader(client, env_steps, num_episodes,
-                             settings.num_actors * settings.envs_per_actor)
+                             settings.num_slots)
   replay_rates = _ReplayRates(client, demos)
 
   @common.function(autograph=False)
@@ -825,13 +828,12 @@ def _write_train_summaries(writer, settings, progress, replay_rates,
       metrics['AverageEpisodeLength'] = float(np.mean(progress.recent_lengths))
     summaries.scalars(summaries.METRICS, metrics, step=env_steps)
     summaries.scalars(REPLAY, replay, step=env_steps)
-    num_slots = settings.num_actors * settings.envs_per_actor
     for slot, returns in sorted(progress.actor_returns.items()):
       if returns:
         tf.summary.scalar(f'{ACTOR}/{slot}/AverageReturn',
                           float(np.mean(returns)))
         tf.summary.scalar(f'{ACTOR}/{slot}/Epsilon',
-                          r2d2_policy.actor_epsilon(slot, num_slots))
+                          r2d2_policy.actor_epsilon(slot, settings.num_slots))
 
 
 def _release_actors(client, progress, settings):

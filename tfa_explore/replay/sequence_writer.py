@@ -37,6 +37,11 @@ def _zeros_like(nest):
   return tree.map_structure(lambda x: np.zeros_like(np.asarray(x)), nest)
 
 
+def _stack(nests):
+  """One nest of numpy arrays with a new leading axis over `nests`."""
+  return tree.map_structure(lambda *leaves: np.stack(leaves), *nests)
+
+
 def _with_step_types(trajectory, step_type, next_step_type):
   dtype = np.asarray(trajectory.step_type).dtype
   return trajectory._replace(
@@ -123,8 +128,7 @@ class R2D2SequenceObserver:
   @property
   def pending_sequences(self):
     """The `[sequence_length]` numpy sequences of the items not yet written."""
-    return [tree.map_structure(lambda *steps: np.stack(steps), *steps)
-            for steps, _ in self._pending]
+    return [_stack(steps) for steps, _ in self._pending]
 
   def write_pending(self, priorities=None):
     """Writes the items completed since the last call.
@@ -259,8 +263,7 @@ class BatchedSequenceWriter:
       for observer in self._observers:
         observer.write_pending()  # Ends episodes that produced no item.
       return
-    priorities = np.asarray(self._priorities_fn(
-        tree.map_structure(lambda *steps: np.stack(steps), *flat)))
+    priorities = np.asarray(self._priorities_fn(_stack(flat)))
     start = 0
     for observer, per_env in zip(self._observers, sequences):
       observer.write_pending(priorities[start:start + len(per_env)])

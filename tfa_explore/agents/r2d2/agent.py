@@ -249,14 +249,11 @@ class R2D2Agent(tf_agent.TFAgent):
     env k like actor `actor_index * envs_per_actor + k` of
     `num_actors * envs_per_actor`: each env is one of the paper's actors.
     """
-    if envs_per_actor == 1:
-      epsilon = r2d2_policy.actor_epsilon(actor_index, num_actors)
-    else:
-      num_slots = num_actors * envs_per_actor
-      epsilon = tf.constant(
-          [r2d2_policy.actor_epsilon(actor_index * envs_per_actor + k,
-                                     num_slots)
-           for k in range(envs_per_actor)], tf.float32)
+    epsilons = r2d2_policy.slot_epsilons(actor_index, num_actors,
+                                         envs_per_actor)
+    # One env keeps a scalar epsilon, as an unbatched policy expects.
+    epsilon = (epsilons[0] if envs_per_actor == 1 else
+               tf.constant(epsilons, tf.float32))
     return r2d2_policy.R2D2CollectPolicy(self.policy, epsilon)
 
   def _initialize(self):

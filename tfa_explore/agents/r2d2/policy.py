@@ -62,6 +62,18 @@ def actor_epsilon(actor_index, num_actors, base_epsilon=0.4, alpha=7.0):
   return float(base_epsilon**(1.0 + alpha * actor_index / (num_actors - 1)))
 
 
+def slot_epsilons(actor_index, num_actors, envs_per_actor):
+  """Epsilons of the envs of a batched actor, one per env.
+
+  Env k of actor i is the paper's actor j = i * envs_per_actor + k of
+  N = num_actors * envs_per_actor, so it explores with `actor_epsilon(j, N)`.
+  """
+  num_slots = num_actors * envs_per_actor
+  first_slot = actor_index * envs_per_actor
+  return [actor_epsilon(first_slot + k, num_slots)
+          for k in range(envs_per_actor)]
+
+
 def policy_state_spec(q_network, action_spec):
   return {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
 
