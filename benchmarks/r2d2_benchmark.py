@@ -2,7 +2,7 @@ r"""R2D2 vs its feed-forward twin on StatelessCartPole-v1, plus throughput.
 
   python benchmarks/r2d2_benchmark.py --output_dir=runs/r2d2_benchmark \
       [--seeds=0,1,2] [--variants=r2d2,feed_forward] [--num_env_steps=200000]
-      [--report_only]
+      [--report_only] [--gin_bindings=B ...]
 
 Runs train/train_eval.py with gin/r2d2/stateless_cartpole.gin once per
 (variant, seed), one run at a time, into output_dir/<variant>_seed<seed>
@@ -17,7 +17,9 @@ prints:
 The feed-forward variant binds `r2d2.r2d2_agent_fn.lstm_size = None` (no
 recurrence, empty stored state); `batched_actors` runs the same agent with
 2 actor processes of 8 batched envs each (16 epsilon slots) instead of 4
-actor threads of one env; everything else is identical.
+actor threads of one env; everything else is identical. --gin_bindings adds bindings to every run
+(trials of other settings: give them their own --output_dir; the report
+names them).
 """
 
 import os
@@ -46,6 +48,9 @@ _VARIANTS = flags.DEFINE_list('variants', ['r2d2', 'feed_forward'],
                               f'Subset of {sorted(VARIANT_BINDINGS)}.')
 _NUM_ENV_STEPS = flags.DEFINE_integer('num_env_steps', 200_000,
                                       'Env steps per run.')
+_EXTRA_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], 'Extra bindings for every run (not the shipped '
+    'config; the report lists them).')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False,
                                  'Only read existing runs.')
 
@@ -80,7 +85,7 @@ def run(variant, seed, run_dir):
   command = common.train_eval_command(
       run_dir, GIN_FILE,
       [f'SEED={seed}', f'NUM_ENV_STEPS={_NUM_ENV_STEPS.value}'] +
-      VARIANT_BINDINGS[variant])
+      VARIANT_BINDINGS[variant] + _EXTRA_BINDINGS.value)
   seconds, _ = common.run_logged(command, run_dir + '.log')
   print(f'  {variant} seed {seed}: {seconds:.0f} s', flush=True)
 
@@ -103,6 +108,8 @@ def main(argv):
 
   print(f'\nStatelessCartPole-v1, greedy eval return (10 episodes), '
         f'target >= {TARGET_RETURN:.0f}\n')
+  if _EXTRA_BINDINGS.value:
+    print(f'Extra bindings (NOT the shipped config): {_EXTRA_BINDINGS.value}\n')
   print('| variant | seed | env steps | final return | best return | '
         'first >= 450 at | wall (s) |')
   print('|---|---|---|---|---|---|---|')

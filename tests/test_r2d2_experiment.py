@@ -197,6 +197,52 @@ class SingleMachineTest(_TestCase):
                         rtol=1e-6)
 
 
+def _process_running(pid):
+  """True while `pid` exists and is not a zombie (Linux /proc)."""
+  try:
+    with open(f'/proc/{pid}/stat') as stat:
+      state = stat.read().rsplit(')', 1)[1].split()[0]
+  except FileNotFoundError:
+    return False
+  return state not in ('Z', 'X')
+
+
+class OrphanedActorTest(absltest.TestCase):
+
+  def test_actor_process_exits_when_its_parent_is_killed(self):
+    # parent (SIGKILLed below, so no clean-up runs) -> child with the
+    # watchdog `_actor_process_main` installs, sleeping as a blocked actor.
+    child_code = (
+        'import os, time\n'
+        'from tfa_explore.experiments import r2d2\n'
+        'r2d2._exit_when_orphaned(os.getppid(), poll_seconds=0.1)\n'
+        'print("ready", flush=True)\n'
+        'time.sleep(120)\n')
+    parent_code = (
+        'import subprocess, sys, time\n'
+        f'child = subprocess.Popen([sys.executable, "-c", {child_code!r}])\n'
+        'print(child.pid, flush=True)\n'
+        'time.sleep(120)\n')
+    parent = subprocess.Popen([sys.executable, '-c', parent_code],
+                              stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+    child_pid = int(parent.stdout.readline())
+    try:
+      # The child shares the parent's stdout.
+      self.assertEqual(parent.stdout.readline().strip(), 'ready')
+      self.assertTrue(_process_running(child_pid))
+      parent.kill()
+      parent.wait(timeout=10)
+      deadline = time.time() + 30
+      while _process_running(child_pid) and time.time() < deadline:
+        time.sleep(0.2)
+      self.assertFalse(_process_running(child_pid),
+                       'the orphaned child is still running')
+    finally:
+      if _process_running(child_pid):
+        os.kill(child_pid, 9)
+      parent.stdout.close()
+
+
 class ErrorsTest(_TestCase):
 
   def test_non_discrete_action_spec_is_named(self):

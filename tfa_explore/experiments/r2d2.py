@@ -853,8 +853,29 @@ def _release_actors(client, progress, settings):
 # --- single machine ---------------------------------------------------------
 
 
-def _actor_process_main(config_str, task, replay_server, root_dir):
+def _exit_when_orphaned(parent_pid, poll_seconds=1.0):
+  """Ends this process once `parent_pid` is gone (a daemon thread).
+
+  A killed train_eval (SIGKILL, or SIGTERM without Python's clean-up) takes
+  the in-process Reverb server with it but cannot stop its actor
+  subprocesses, which would then wait on the dead server forever. The
+  actor holds nothing that outlives the replay it was feeding, so it
+  exits at once.
+  """
+  def watch():
+    while os.getppid() == parent_pid:
+      time.sleep(poll_seconds)
+    logging.warning('Parent process %d is gone: actor exits.', parent_pid)
+    os._exit(1)  # pylint: disable=protected-access
+
+  threading.Thread(target=watch, name='orphan_watchdog', daemon=True).start()
+
+
+def _actor_process_main(config_str, task, replay_server, root_dir,
+                        parent_pid=None):
   """Entry point of an actor subprocess (spawned: a fresh interpreter)."""
+  if parent_pid is not None:
+    _exit_when_orphaned(parent_pid)
   gin.parse_config(config_str)
   train_eval(root_dir=root_dir, job=functools.partial(
       run_actor, task=task, replay_server=replay_server, root_dir=root_dir))
@@ -1011,7 +1032,8 @@ def train_eval(
     config_str = gin.config_str()
     actors = [
         context.Process(target=_actor_process_main,
-                        args=(config_str, task, address, root_dir),
+                        args=(config_str, task, address, root_dir,
+                              os.getpid()),
                         name=f'r2d2_actor_{task}', daemon=True)
         for task in range(num_actors)]
   for actor_runner in actors:
