@@ -53,6 +53,9 @@ REPO_ROOT = common.REPO_ROOT
 R2D3_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d3', 'minigrid_doorkey8x8.gin')
 R2D2_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'minigrid_doorkey8x8.gin')
 TARGET_SUCCESS = 0.9
+# Success rates are logged as float32 (18 of 20 episodes: 0.89999998), so
+# the target test allows float32 rounding.
+FLOAT32_TOLERANCE = 1e-6
 SUCCESS_TAG = 'Metrics/SuccessRate'
 # Far from the training (SEED + i) and eval (SEED + 1000003 + j) env seeds.
 DEMO_SEED = 100000
@@ -129,7 +132,8 @@ def summarize(run_dir):
   steps = train.get('Metrics/EnvironmentSteps', [])
   learner = train.get('Metrics/LearnerSteps', [])
   wall_times = [wall for _, wall, _ in evals + steps]
-  reached = [step for step, _, value in evals if value >= TARGET_SUCCESS]
+  reached = [step for step, _, value in evals
+             if value >= TARGET_SUCCESS - FLOAT32_TOLERANCE]
   # Only R2D3 evaluates at env step 0, right after pre-training.
   pretrained = [value for step, _, value in evals if step == 0]
   return {
