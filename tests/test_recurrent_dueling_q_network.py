@@ -113,20 +113,10 @@ class ShapesTest(_TestCase):
           ACTION_SPEC, conv_layer_params=((4, 3, 2),),
           torso_fc_layer_params=(8,), lstm_size=4,
           dueling_fc_layer_params=(8,))
-    uint8_network, float_network = make(tf.uint8), make(tf.float32)
-    uint8_network.create_variables()
-    float_network.create_variables()
-    float_network.set_weights(uint8_network.get_weights())
     pixels = self.rng.integers(0, 256, size=(2, 12, 12, 2))
-    common = {'prev_action': tf.constant([0, 1], tf.int64),
-              'prev_reward': tf.constant([0.0, 1.0])}
-    q_uint8, _ = uint8_network(
-        dict(common, observation=tf.constant(pixels, tf.uint8)),
-        step_type=tf.constant([MID, MID]))
-    q_float, _ = float_network(
-        dict(common, observation=tf.constant(pixels / 255.0, tf.float32)),
-        step_type=tf.constant([MID, MID]))
-    self.assertAllClose(q_uint8, q_float, rtol=1e-5, atol=1e-6)
+    self._assert_same_q_values(make(tf.uint8), tf.constant(pixels, tf.uint8),
+                               make(tf.float32),
+                               tf.constant(pixels / 255.0, tf.float32))
 
   def test_image_scale_one_keeps_one_hot_planes(self):
     # MiniGrid's one-hot planes are uint8 0/1: image_scale=1 feeds them as
@@ -137,19 +127,24 @@ class ShapesTest(_TestCase):
           ACTION_SPEC, conv_layer_params=((4, 2, 1),),
           torso_fc_layer_params=(8,), lstm_size=4,
           dueling_fc_layer_params=(8,), image_scale=image_scale)
-    uint8_network, float_network = make(tf.uint8, 1.0), make(tf.float32, None)
+    planes = self.rng.integers(0, 2, size=(2, 5, 5, 3))
+    self._assert_same_q_values(make(tf.uint8, 1.0),
+                               tf.constant(planes, tf.uint8),
+                               make(tf.float32, None),
+                               tf.constant(planes, tf.float32))
+
+  def _assert_same_q_values(self, uint8_network, uint8_observation,
+                            float_network, float_observation):
+    """Same weights in both networks; equal Q on the two observations."""
     uint8_network.create_variables()
     float_network.create_variables()
     float_network.set_weights(uint8_network.get_weights())
-    planes = self.rng.integers(0, 2, size=(2, 5, 5, 3))
     common = {'prev_action': tf.constant([0, 1], tf.int64),
               'prev_reward': tf.constant([0.0, 1.0])}
-    q_uint8, _ = uint8_network(
-        dict(common, observation=tf.constant(planes, tf.uint8)),
-        step_type=tf.constant([MID, MID]))
-    q_float, _ = float_network(
-        dict(common, observation=tf.constant(planes, tf.float32)),
-        step_type=tf.constant([MID, MID]))
+    q_uint8, _ = uint8_network(dict(common, observation=uint8_observation),
+                               step_type=tf.constant([MID, MID]))
+    q_float, _ = float_network(dict(common, observation=float_observation),
+                               step_type=tf.constant([MID, MID]))
     self.assertAllClose(q_uint8, q_float, rtol=1e-5, atol=1e-6)
 
   def test_state_specs(self):
