@@ -251,6 +251,69 @@ class InProcessServerTest(_TestCase):
                      expected)
     self.assertEqual(client.server_info()[demo_table].current_size, expected)
 
+  def test_actors_copy_successes_that_the_learner_samples(self):
+    # Counting-v0 episodes of 6 steps return 21: with a threshold of 21
+    # every actor episode is a success; the learner seeds the table with
+    # the demonstrations first.
+    settings = self.r2d3_settings(
+        'r2d3.Demonstrations.pretrain_steps = 0',
+        'r2d3.Demonstrations.success_min_return = 21.0',
+        'r2d3.Demonstrations.success_ratio = 0.5',
+        'r2d3.Demonstrations.success_table_capacity = 1000',
+        'r2d2.train_eval.num_actors = 1')
+    server = r2d2.make_replay_server(settings,
+                                     port=portpicker.pick_unused_port())
+    self.addCleanup(server.stop)
+    address = f'localhost:{server.port}'
+    client = reverb.Client(address)
+    success_table = r2d3.SUCCESS_TABLE
+    self.assertEqual(client.server_info()[success_table].current_size, 0)
+    stop = threading.Event()
+    self.addCleanup(stop.set)
+    actor = threading.Thread(
+        target=r2d2.run_actor, daemon=True,
+        kwargs=dict(settings=settings, task=0, replay_server=address,
+                    stop_event=stop))
+    actor.start()
+    root_dir = os.path.join(self.get_temp_dir(), 'learner')
+    result = r2d2.run_learner(settings, address, root_dir)
+    actor.join(timeout=60)
+    self.assertFalse(actor.is_alive())
+    seed = self.expected_demo_sequences(settings)
+    info = client.server_info()[success_table]
+    # Every complete actor episode (6 steps, like a demo episode) was
+    # copied whole; the actor stops within a few episodes of the budget.
+    per_episode = seed // NUM_DEMO_EPISODES
+    copied = info.rate_limiter_info.insert_stats.completed - seed
+    self.assertEqual(copied % per_episode, 0)
+    self.assertBetween(copied // per_episode,
+                       result['EnvironmentSteps'] // 6 - 4,
+                       result['EnvironmentSteps'] // 6 + 4)
+    # The learner sampled the success table.
+    self.assertGreater(info.rate_limiter_info.sample_stats.completed, 0)
+    self.assertGreaterEqual(result['EnvironmentSteps'], 120)
+
+    # A threshold no episode reaches copies nothing beyond the seed.
+    settings = self.r2d3_settings(
+        'r2d3.Demonstrations.pretrain_steps = 0',
+        'r2d3.Demonstrations.success_min_return = 22.0',
+        'r2d2.train_eval.num_actors = 1')
+    server = r2d2.make_replay_server(settings)
+    self.addCleanup(server.stop)
+    address = f'localhost:{server.port}'
+    stop = threading.Event()
+    self.addCleanup(stop.set)
+    actor = threading.Thread(
+        target=r2d2.run_actor, daemon=True,
+        kwargs=dict(settings=settings, task=0, replay_server=address,
+                    stop_event=stop))
+    actor.start()
+    r2d2.run_learner(settings, address,
+                     os.path.join(self.get_temp_dir(), 'learner2'))
+    actor.join(timeout=60)
+    info = reverb.Client(address).server_info()[success_table]
+    self.assertEqual(info.rate_limiter_info.insert_stats.completed, seed)
+
   def test_mixed_batches_near_rho(self):
     # The learner's dataset on a server whose agent table holds known
     # sequences (Counting episodes, always action 0; the demos always take
@@ -338,6 +401,29 @@ class ErrorsTest(_TestCase):
       settings.demonstrations.fill_table(
           reverb.Client(f'localhost:{server.port}'), agent)
 
+  def test_success_table_too_small_names_its_capacity(self):
+    settings = self.r2d3_settings(
+        'r2d3.Demonstrations.success_min_return = 1.0',
+        'r2d3.Demonstrations.success_table_capacity = 2')
+    server = r2d2.make_replay_server(settings)
+    self.addCleanup(server.stop)
+    _, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
+    with self.assertRaisesRegex(
+        runner.ConfigError,
+        'success_table_capacity = 2; raise it to at least'):
+      settings.demonstrations.fill_table(
+          reverb.Client(f'localhost:{server.port}'), agent)
+
+  def test_learner_refuses_a_server_without_the_success_table(self):
+    server = r2d2.make_replay_server(self.r2d3_settings())
+    self.addCleanup(server.stop)
+    settings = self.r2d3_settings(
+        'r2d3.Demonstrations.success_min_return = 1.0')
+    with self.assertRaisesRegex(ValueError,
+                                "no table 'r2d3_agent_successes'.*same gin"):
+      r2d2.run_learner(settings, f'localhost:{server.port}',
+                       os.path.join(self.get_temp_dir(), 'learner'))
+
   def test_demonstrations_need_an_r2d3_agent(self):
     settings = self.r2d3_settings(
         'r2d2.train_eval.agent_fn = @r2d2.r2d2_agent_fn')
@@ -361,7 +447,10 @@ class ErrorsTest(_TestCase):
   def test_bad_settings(self):
     for binding, regex in (('demo_ratio = 1.5', 'demo_ratio'),
                            ('pretrain_steps = -1', 'pretrain_steps'),
-                           ('table_capacity = 0', 'table_capacity')):
+                           ('table_capacity = 0', 'table_capacity'),
+                           ('success_ratio = -0.1', 'success_ratio'),
+                           ('success_table_capacity = 0',
+                            'success_table_capacity')):
       with self.subTest(binding), self.assertRaisesRegex(ValueError, regex):
         self.r2d3_settings(f'r2d3.Demonstrations.{binding}')
 

@@ -296,7 +296,7 @@ def make_tables(settings, agent):
                          signature=_progress_signature()),
   ]
   if settings.demonstrations is not None:
-    server_tables.append(settings.demonstrations.make_table(
+    server_tables.extend(settings.demonstrations.make_tables(
         agent, settings.priority_exponent))
   return server_tables
 
@@ -394,7 +394,9 @@ def run_actor(settings, task, replay_server, root_dir=None,
       client, REPLAY_TABLE, agent.sequence_config, num_envs,
       agent.collect_data_spec,
       priorities_fn=(agent.initial_priorities_fn()
-                     if settings.actor_priorities else None))
+                     if settings.actor_priorities else None),
+      **(settings.demonstrations.actor_writer_kwargs()
+         if settings.demonstrations is not None else {}))
   policy = py_tf_eager_policy.PyTFEagerPolicy(
       agent.actor_collect_policy(task, settings.num_actors, num_envs),
       use_tf_function=True, batch_time_steps=False)

@@ -28,7 +28,18 @@ file turns it on with two bindings:
   and from the agent table otherwise (`mixed_dataset`); new priorities go
   back to the table each element came from (`MixedPriorityUpdater`).
 
-Actors are unchanged: they never read demonstrations.
+Actors never read demonstrations.
+
+Agent successes (optional, `success_min_return`; a departure from the
+paper, which samples demonstrations and the agent's own replay only): the
+server gets a second demonstration-side table, `SUCCESS_TABLE` (FIFO, so
+the newest successes replace the oldest), which the learner seeds with the
+demonstrations; every actor environment copies each of its episodes whose
+return reaches `success_min_return` into it (`replay.sequence_writer`);
+a share `success_ratio` of the demonstration side of each batch comes from
+it, with `is_demo` set, so the large-margin loss holds the agent's own
+successful actions as it does the demonstrated ones (self-imitation, Oh et
+al. 2018). Why: README, "R2D3".
 
 `r2d3_agent_fn` builds an `R2D3Agent` through `r2d2.r2d2_agent_fn`, so the
 network and every R2D2 hyperparameter are bound on `r2d2.r2d2_agent_fn`
@@ -38,6 +49,7 @@ bound here.
 
 import os
 import time
+from typing import Optional
 
 from absl import logging
 import gin
@@ -52,6 +64,7 @@ from tfa_explore.replay import tables
 REQUIRED = gin.REQUIRED
 
 DEMO_TABLE = 'r2d3_demonstrations'
+SUCCESS_TABLE = 'r2d3_agent_successes'
 # Where the demonstration file is configured, for error messages.
 PATH_PARAMETER = 'r2d3.Demonstrations.path'
 
@@ -91,7 +104,10 @@ class Demonstrations:
                path: str = REQUIRED,
                demo_ratio: float = REQUIRED,
                pretrain_steps: int = REQUIRED,
-               table_capacity: int = REQUIRED):
+               table_capacity: int = REQUIRED,
+               success_min_return: Optional[float] = None,
+               success_ratio: float = 0.5,
+               success_table_capacity: int = 10000):
     """Checks and stores the settings.
 
     Args:
@@ -103,6 +119,13 @@ class Demonstrations:
         actors get their first weights (0: none, as in R2D3).
       table_capacity: sequences the demonstration table holds; must be at
         least the file's sequence count (checked when filling).
+      success_min_return: episode return from which the actors copy an
+        episode into `SUCCESS_TABLE` (module doc); None (default, as the
+        paper): no success table.
+      success_ratio: share of the demonstration side of each batch (rho)
+        drawn from `SUCCESS_TABLE`.
+      success_table_capacity: sequences `SUCCESS_TABLE` holds (FIFO); at
+        least the file's sequence count, which seeds it.
 
     Raises:
       ValueError: for a value out of range.
@@ -113,36 +136,73 @@ class Demonstrations:
       raise ValueError(f'pretrain_steps must be >= 0, got {pretrain_steps}.')
     if table_capacity < 1:
       raise ValueError(f'table_capacity must be >= 1, got {table_capacity}.')
+    if not 0.0 <= success_ratio <= 1.0:
+      raise ValueError(
+          f'success_ratio must be in [0, 1], got {success_ratio}.')
+    if success_table_capacity < 1:
+      raise ValueError('success_table_capacity must be >= 1, got '
+                       f'{success_table_capacity}.')
     self.path = os.fspath(path)
     self.demo_ratio = float(demo_ratio)
     self.pretrain_steps = int(pretrain_steps)
     self.table_capacity = int(table_capacity)
+    self.success_min_return = (None if success_min_return is None
+                               else float(success_min_return))
+    self.success_ratio = float(success_ratio)
+    self.success_table_capacity = int(success_table_capacity)
+
+  @property
+  def uses_successes(self):
+    return self.success_min_return is not None
 
   def __repr__(self):
+    successes = ''
+    if self.uses_successes:
+      successes = (f', success_min_return={self.success_min_return}, '
+                   f'success_ratio={self.success_ratio}, '
+                   f'success_table_capacity={self.success_table_capacity}')
     return (f'Demonstrations(path={self.path!r}, demo_ratio='
             f'{self.demo_ratio}, pretrain_steps={self.pretrain_steps}, '
-            f'table_capacity={self.table_capacity})')
+            f'table_capacity={self.table_capacity}{successes})')
+
+  def _demo_tables(self):
+    return [DEMO_TABLE] + ([SUCCESS_TABLE] if self.uses_successes else [])
 
   # --- server ---------------------------------------------------------------
 
-  def make_table(self, agent, priority_exponent):
-    """The demonstration table, from the agent's specs."""
-    return mixed_dataset.make_demo_table(
-        DEMO_TABLE, self.table_capacity, agent.collect_data_spec,
-        agent.sequence_config.sequence_length,
-        priority_exponent=priority_exponent)
+  def make_tables(self, agent, priority_exponent):
+    """The demonstration table (and the success table), from the agent."""
+    capacities = {DEMO_TABLE: self.table_capacity,
+                  SUCCESS_TABLE: self.success_table_capacity}
+    return [
+        mixed_dataset.make_demo_table(
+            name, capacities[name], agent.collect_data_spec,
+            agent.sequence_config.sequence_length,
+            priority_exponent=priority_exponent)
+        for name in self._demo_tables()]
 
   def check_server(self, server_info, agent):
-    """Raises ValueError unless the server has a fitting demo table."""
-    if DEMO_TABLE not in server_info:
-      raise ValueError(
-          f'Reverb server has no table {DEMO_TABLE!r} although the gin '
-          'config sets r2d2.train_eval.demonstrations; start '
-          'train/replay_server.py with the same gin file.')
-    tables.check_signature(server_info[DEMO_TABLE].signature,
-                           agent.collect_data_spec,
-                           agent.sequence_config.sequence_length,
-                           table_name=DEMO_TABLE)
+    """Raises ValueError unless the server has fitting demo tables."""
+    for name in self._demo_tables():
+      if name not in server_info:
+        raise ValueError(
+            f'Reverb server has no table {name!r} although the gin config '
+            'sets r2d2.train_eval.demonstrations (success_min_return for '
+            f'{SUCCESS_TABLE!r}); start train/replay_server.py with the '
+            'same gin file.')
+      tables.check_signature(server_info[name].signature,
+                             agent.collect_data_spec,
+                             agent.sequence_config.sequence_length,
+                             table_name=name)
+
+  # --- actors ---------------------------------------------------------------
+
+  def actor_writer_kwargs(self):
+    """Extra `BatchedSequenceWriter` arguments of the actors."""
+    if not self.uses_successes:
+      return {}
+    return dict(success_table=SUCCESS_TABLE,
+                success_min_return=self.success_min_return)
 
   # --- the file -------------------------------------------------------------
 
@@ -212,6 +272,18 @@ class Demonstrations:
           f'{self.path} has {expected} sequences but the demonstration '
           f'table holds r2d3.Demonstrations.table_capacity = '
           f'{self.table_capacity}; raise it to at least {expected}.')
+    if self.uses_successes:
+      if expected > self.success_table_capacity:
+        raise runner.ConfigError(
+            f'{self.path} has {expected} sequences but the success table '
+            'holds r2d3.Demonstrations.success_table_capacity = '
+            f'{self.success_table_capacity}; raise it to at least '
+            f'{expected}.')
+      # Seeded once per server: it is never empty (the learner samples
+      # it from the first step), then successes replace the seed FIFO.
+      if not client.server_info()[SUCCESS_TABLE].current_size:
+        demonstrations_lib.write_to_table(demos.episodes, client,
+                                          SUCCESS_TABLE, agent)
     size = client.server_info()[DEMO_TABLE].current_size
     if size == expected:
       logging.info('Demonstration table already holds the %d sequences of '
@@ -239,17 +311,30 @@ class Demonstrations:
     return mixed_dataset.mixed_dataset(
         server_address, r2d2.REPLAY_TABLE, DEMO_TABLE, agent, batch_size,
         demo_ratio=self.demo_ratio, seed=seed,
-        rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms,
+        success_table=SUCCESS_TABLE if self.uses_successes else None,
+        success_ratio=self.success_ratio)
 
   def priority_updater(self, server_address):
-    return mixed_dataset.MixedPriorityUpdater(server_address,
-                                              r2d2.REPLAY_TABLE, DEMO_TABLE)
+    return mixed_dataset.MixedPriorityUpdater(
+        server_address, r2d2.REPLAY_TABLE, self._demo_tables())
 
   def replay_summaries(self, client):
-    """`Replay/demo_size`, `Replay/demo_sampled` (cumulative) values."""
-    info = client.server_info()[DEMO_TABLE]
-    return {'demo_size': info.current_size,
-            'demo_sampled': info.rate_limiter_info.sample_stats.completed}
+    """`Replay/demo_size`, `Replay/demo_sampled` (cumulative) values.
+
+    With successes also `success_size`, `success_inserted` (cumulative,
+    the demonstrations that seeded the table included).
+    """
+    server_info = client.server_info()
+    info = server_info[DEMO_TABLE]
+    values = {'demo_size': info.current_size,
+              'demo_sampled': info.rate_limiter_info.sample_stats.completed}
+    if self.uses_successes:
+      info = server_info[SUCCESS_TABLE]
+      values['success_size'] = info.current_size
+      values['success_inserted'] = (
+          info.rate_limiter_info.insert_stats.completed)
+    return values
 
   def pretrain(self, agent, server_address, batch_size, steps_done):
     """Runs the pre-training steps not done yet; counts them in `steps_done`.

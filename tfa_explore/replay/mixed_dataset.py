@@ -16,6 +16,11 @@ signature on one server:
   `(experience, sample_info)` pairs the stock `Learner` expects;
 * `MixedPriorityUpdater`: writes each new priority to the table its
   sequence came from (the `is_demo` mask splits the batch).
+
+Optionally (a departure from the paper, off by default) a third table holds
+the agent's own successful episodes, written by the actors
+(`sequence_writer`, `success_table`); the learner samples it as part of the
+demonstration side, so the large-margin loss also applies to them.
 """
 
 import uuid
@@ -110,7 +115,8 @@ def _batched_pairs(dataset, batch_size, prefetch):
 @gin.configurable
 def mixed_dataset(server_address, agent_table, demo_table, agent,
                   batch_size, demo_ratio=gin.REQUIRED, seed=None, prefetch=2,
-                  rate_limiter_timeout_ms=-1):
+                  rate_limiter_timeout_ms=-1, success_table=None,
+                  success_ratio=0.0):
   """Batches whose elements come from the demo table with probability rho.
 
   Args:
@@ -123,6 +129,12 @@ def mixed_dataset(server_address, agent_table, demo_table, agent,
     seed: seed of the per-element choice.
     prefetch: batches to prefetch.
     rate_limiter_timeout_ms: see `table_dataset`.
+    success_table: optional third table of the agent's own successful
+      episodes (`experiments.r2d3`, `success_min_return`); its elements
+      count as demonstrations (`is_demo`). It must never be empty (the
+      learner seeds it with the demonstrations).
+    success_ratio: share of the demonstration side (rho) drawn from
+      `success_table`: weights 1 - rho, rho (1 - q), rho q.
 
   Returns:
     `tf.data.Dataset` of `(MixedSequences, sample_info)` with `[B, T]`
@@ -134,27 +146,30 @@ def mixed_dataset(server_address, agent_table, demo_table, agent,
   """
   if not 0.0 <= demo_ratio <= 1.0:
     raise ValueError(f'demo_ratio must be in [0, 1], got {demo_ratio}.')
-  names = [name for name, used in ((agent_table, demo_ratio < 1.0),
-                                   (demo_table, demo_ratio > 0.0)) if used]
-  _check_tables(server_address, agent, names)
-
-  def table(name, is_demo):
-    return table_dataset(server_address, name, agent, is_demo,
-                         rate_limiter_timeout_ms=rate_limiter_timeout_ms)
-
-  # rho of exactly 0 or 1 reads one table only, so the unused one may be
-  # empty (sample_from_datasets would otherwise still open it).
-  if demo_ratio == 0.0:
-    mixed = table(agent_table, False)
-  elif demo_ratio == 1.0:
-    mixed = table(demo_table, True)
+  if not 0.0 <= success_ratio <= 1.0:
+    raise ValueError(
+        f'success_ratio must be in [0, 1], got {success_ratio}.')
+  if success_table is None:
+    success_ratio = 0.0
+  # (table, is_demo, weight); a table of weight 0 is never opened, so it
+  # may be empty (sample_from_datasets would otherwise still read it).
+  sources = [(agent_table, False, 1.0 - demo_ratio),
+             (demo_table, True, demo_ratio * (1.0 - success_ratio)),
+             (success_table, True, demo_ratio * success_ratio)]
+  sources = [source for source in sources if source[2] > 0.0]
+  _check_tables(server_address, agent, [name for name, _, _ in sources])
+  datasets = [
+      table_dataset(server_address, name, agent, is_demo,
+                    rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+      for name, is_demo, _ in sources]
+  if len(datasets) == 1:
+    mixed = datasets[0]
   else:
     # stop_on_empty_dataset: when the agent table's rate limiter times out
     # (its dataset ends), the mix must end too; by default it would go on
     # with demonstrations alone, silently changing rho.
     mixed = tf.data.Dataset.sample_from_datasets(
-        [table(agent_table, False), table(demo_table, True)],
-        weights=[1.0 - demo_ratio, demo_ratio], seed=seed,
+        datasets, weights=[weight for _, _, weight in sources], seed=seed,
         stop_on_empty_dataset=True)
   return _batched_pairs(mixed, batch_size, prefetch)
 
@@ -174,7 +189,10 @@ class MixedPriorityUpdater:
   `Learner`'s `after_train_strategy_step_fn`, or `pretrain`'s
   `after_train_step`), with `(MixedSequences, sample_info)` experience:
   the priorities of `is_demo` elements go to `demo_table`, the rest to
-  `agent_table`. Runs inside a `tf.function`.
+  `agent_table`. `demo_table` may be a list of names (the demonstrations
+  and the agent's successes): each gets all `is_demo` priorities and
+  Reverb updates the keys it holds (item keys are unique across tables;
+  unknown keys are ignored). Runs inside a `tf.function`.
   """
 
   def __init__(self, server_address, agent_table, demo_table):
@@ -185,7 +203,8 @@ class MixedPriorityUpdater:
         server_address,
         shared_name=f'tfa_explore_r2d3_priority_updater_{uuid.uuid4().hex}')
     self._agent_table = agent_table
-    self._demo_table = demo_table
+    self._demo_tables = ([demo_table] if isinstance(demo_table, str)
+                         else list(demo_table))
 
   def __call__(self, experience_and_sample_info, loss_info):
     experience, sample_info = experience_and_sample_info
@@ -199,8 +218,8 @@ class MixedPriorityUpdater:
     is_demo = tf.reshape(tf.cast(experience.is_demo, tf.bool), [-1])
     is_agent = tf.logical_not(is_demo)
     updates = []
-    for table, selected in ((self._demo_table, is_demo),
-                            (self._agent_table, is_agent)):
+    targets = [(table, is_demo) for table in self._demo_tables]
+    for table, selected in targets + [(self._agent_table, is_agent)]:
       # A None table (pre-training has no agent table) gets no update.
       if table is not None:
         updates.append(self._tf_client.update_priorities(

@@ -17,6 +17,13 @@ The learner's `learning.step_mask` recognises both paddings from the step
 types, so neither reaches the loss. Lengths come from the agent's
 `SequenceConfig`, the same object the learner uses.
 
+Successes (optional; R2D3 with `success_min_return`, a departure from the
+paper): the observer keeps the sequences of the current episode and, when
+the episode ends with a return of at least `success_min_return`, writes
+them once more, with the same priorities, to `success_table` (the
+learner's second demonstration table). This costs a copy of one episode's
+sequences per environment.
+
 Initial priorities: with a `priority_fn` (the agent's
 `initial_priority_fn()`, evaluated with the actor's network copy, as in the
 paper) each item gets its TD-based priority; without one, `default_priority`
@@ -54,7 +61,8 @@ class R2D2SequenceObserver:
 
   def __init__(self, py_client, table_name, sequence_config,
                collect_data_spec=None, priority_fn=None,
-               default_priority=1.0, max_in_flight_items=4):
+               default_priority=1.0, max_in_flight_items=4,
+               success_table=None, success_min_return=None):
     """Creates the observer.
 
     Args:
@@ -70,7 +78,21 @@ class R2D2SequenceObserver:
       default_priority: priority when `priority_fn` is None.
       max_in_flight_items: items sent but not yet confirmed by the server
         before writing blocks (the rate limiter's hold on the actor).
+      success_table: table that also gets every sequence of an episode
+        whose return is at least `success_min_return` (see the module
+        doc); None for none.
+      success_min_return: the return threshold for `success_table`.
     """
+    if (success_table is None) != (success_min_return is None):
+      raise ValueError(
+          'success_table and success_min_return go together, got '
+          f'{success_table!r} and {success_min_return!r}.')
+    self._success_table = success_table
+    self._success_min_return = success_min_return
+    self._episode_items = []  # (sequence, priority) of this episode.
+    self._episode_return = 0.0
+    self._num_success_items = 0
+    self._success_writer = None
     self._py_client = py_client
     self._max_in_flight_items = max_in_flight_items
     self._table_name = table_name
@@ -97,6 +119,10 @@ class R2D2SequenceObserver:
   def num_items_written(self):
     return self._num_items
 
+  @property
+  def num_success_items_written(self):
+    return self._num_success_items
+
   def __call__(self, trajectory):
     self.add(trajectory)
     self.write_pending()
@@ -117,6 +143,7 @@ class R2D2SequenceObserver:
       for _ in range(self._config.burn_in_steps):
         self._append(front_padding)
     self._append(trajectory)
+    self._episode_return += float(np.sum(trajectory.reward))
     if trajectory.is_boundary():
       if self._last_item_end != self._stream_length:
         rear_padding = _with_step_types(
@@ -146,9 +173,11 @@ class R2D2SequenceObserver:
     if len(priorities) != len(self._pending):
       raise ValueError(f'{len(priorities)} priorities for '
                        f'{len(self._pending)} pending items.')
-    for (_, item), priority in zip(self._pending, priorities):
+    for (steps, item), priority in zip(self._pending, priorities):
       self._writer.create_item(self._table_name, float(priority), item)
       self._num_items += 1
+      if self._success_table is not None:
+        self._episode_items.append((steps, float(priority)))
     if self._pending:
       # Blocks while more than `max_in_flight_items` items are unconfirmed:
       # that is how the table's rate limiter holds the actor back, and what
@@ -170,7 +199,30 @@ class R2D2SequenceObserver:
       self._pending.append((list(self._recent), item))
       self._last_item_end = self._stream_length
 
+  def _write_successes(self):
+    """Writes the finished episode's sequences to the success table."""
+    if self._success_writer is None:
+      self._success_writer = self._py_client.trajectory_writer(
+          num_keep_alive_refs=self._sequence_length)
+    for steps, priority in self._episode_items:
+      for step in steps:
+        self._success_writer.append(step)
+      item = tree.map_structure(
+          lambda column: column[-self._sequence_length:],
+          self._success_writer.history)
+      self._success_writer.create_item(self._success_table, priority, item)
+      self._num_success_items += 1
+    # Successes are rare and the table is not rate limited: no need to
+    # wait for the server here.
+    self._success_writer.flush(
+        block_until_num_items=self._max_in_flight_items)
+
   def _end_episode(self):
+    if (self._episode_over and self._success_table is not None and
+        self._episode_return >= self._success_min_return):
+      self._write_successes()
+    self._episode_items = []
+    self._episode_return = 0.0
     # No Reverb `end_episode` here: it blocks until every pending item is
     # on the server (a round trip per episode, ~15 ms, which dominated a
     # batched actor's step). Items never reach back past the stream start,
@@ -183,6 +235,8 @@ class R2D2SequenceObserver:
   def flush(self):
     """Blocks until the items written so far are on the server."""
     self._writer.flush()
+    if self._success_writer is not None:
+      self._success_writer.flush()
 
   def reset(self, write_cached_steps=False):
     """Drops the unfinished episode (its complete items are kept)."""
@@ -200,8 +254,13 @@ class R2D2SequenceObserver:
     """
     try:
       self._writer.end_episode(clear_buffers=True, timeout_ms=timeout_ms)
+      if self._success_writer is not None:
+        self._success_writer.end_episode(clear_buffers=True,
+                                         timeout_ms=timeout_ms)
     finally:
       self._writer.close()
+      if self._success_writer is not None:
+        self._success_writer.close()
 
 
 class BatchedSequenceWriter:
@@ -216,7 +275,8 @@ class BatchedSequenceWriter:
 
   def __init__(self, py_client, table_name, sequence_config, num_envs,
                collect_data_spec=None, priorities_fn=None,
-               default_priority=1.0):
+               default_priority=1.0, success_table=None,
+               success_min_return=None):
     """Creates the writer.
 
     Args:
@@ -229,6 +289,8 @@ class BatchedSequenceWriter:
         `[P]` priorities, e.g. `agent.initial_priorities_fn()`; None to
         insert with `default_priority`.
       default_priority: priority when `priorities_fn` is None.
+      success_table, success_min_return: as for `R2D2SequenceObserver`
+        (per environment).
     """
     if num_envs < 1:
       raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
@@ -237,12 +299,19 @@ class BatchedSequenceWriter:
         R2D2SequenceObserver(
             py_client, table_name, sequence_config,
             collect_data_spec if index == 0 else None,
-            default_priority=default_priority)
+            default_priority=default_priority,
+            success_table=success_table,
+            success_min_return=success_min_return)
         for index in range(num_envs)]
 
   @property
   def num_items_written(self):
     return sum(observer.num_items_written for observer in self._observers)
+
+  @property
+  def num_success_items_written(self):
+    return sum(observer.num_success_items_written
+               for observer in self._observers)
 
   def __call__(self, trajectory):
     leaves = [np.asarray(leaf) for leaf in tree.flatten(trajectory)]
