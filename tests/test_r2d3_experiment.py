@@ -203,18 +203,15 @@ class SuccessRateTest(absltest.TestCase):
 class InProcessServerTest(_TestCase):
   """make_replay_server + run_learner + run_actor threads (the binaries)."""
 
-  def test_learner_and_actors_against_a_server_with_a_demo_table(self):
-    settings = self.r2d3_settings(
-        'r2d3.Demonstrations.pretrain_steps = 0',
-        'r2d2.train_eval.num_actors = 1')
+  def start_server(self, settings):
     server = r2d2.make_replay_server(settings,
                                      port=portpicker.pick_unused_port())
     self.addCleanup(server.stop)
     address = f'localhost:{server.port}'
-    client = reverb.Client(address)
-    demo_table = r2d3.DEMO_TABLE
-    self.assertIn(demo_table, client.server_info())
-    self.assertEqual(client.server_info()[demo_table].current_size, 0)
+    return address, reverb.Client(address)
+
+  def train_with_one_actor(self, settings, address, name):
+    """Runs actor 0 in a thread and the learner; returns the final eval."""
     stop = threading.Event()
     self.addCleanup(stop.set)
     actor = threading.Thread(
@@ -222,10 +219,21 @@ class InProcessServerTest(_TestCase):
         kwargs=dict(settings=settings, task=0, replay_server=address,
                     stop_event=stop))
     actor.start()
-    root_dir = os.path.join(self.get_temp_dir(), 'learner')
-    result = r2d2.run_learner(settings, address, root_dir)
+    result = r2d2.run_learner(settings, address,
+                              os.path.join(self.get_temp_dir(), name))
     actor.join(timeout=60)
     self.assertFalse(actor.is_alive())
+    return result
+
+  def test_learner_and_actors_against_a_server_with_a_demo_table(self):
+    settings = self.r2d3_settings(
+        'r2d3.Demonstrations.pretrain_steps = 0',
+        'r2d2.train_eval.num_actors = 1')
+    address, client = self.start_server(settings)
+    demo_table = r2d3.DEMO_TABLE
+    self.assertIn(demo_table, client.server_info())
+    self.assertEqual(client.server_info()[demo_table].current_size, 0)
+    result = self.train_with_one_actor(settings, address, 'learner')
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
     expected = self.expected_demo_sequences(settings)
     self.assertEqual(client.server_info()[demo_table].current_size, expected)
@@ -261,24 +269,10 @@ class InProcessServerTest(_TestCase):
         'r2d3.Demonstrations.success_ratio = 0.5',
         'r2d3.Demonstrations.success_table_capacity = 1000',
         'r2d2.train_eval.num_actors = 1')
-    server = r2d2.make_replay_server(settings,
-                                     port=portpicker.pick_unused_port())
-    self.addCleanup(server.stop)
-    address = f'localhost:{server.port}'
-    client = reverb.Client(address)
+    address, client = self.start_server(settings)
     success_table = r2d3.SUCCESS_TABLE
     self.assertEqual(client.server_info()[success_table].current_size, 0)
-    stop = threading.Event()
-    self.addCleanup(stop.set)
-    actor = threading.Thread(
-        target=r2d2.run_actor, daemon=True,
-        kwargs=dict(settings=settings, task=0, replay_server=address,
-                    stop_event=stop))
-    actor.start()
-    root_dir = os.path.join(self.get_temp_dir(), 'learner')
-    result = r2d2.run_learner(settings, address, root_dir)
-    actor.join(timeout=60)
-    self.assertFalse(actor.is_alive())
+    result = self.train_with_one_actor(settings, address, 'learner')
     seed = self.expected_demo_sequences(settings)
     info = client.server_info()[success_table]
     # Every complete actor episode (6 steps, like a demo episode) was
@@ -298,20 +292,9 @@ class InProcessServerTest(_TestCase):
         'r2d3.Demonstrations.pretrain_steps = 0',
         'r2d3.Demonstrations.success_min_return = 22.0',
         'r2d2.train_eval.num_actors = 1')
-    server = r2d2.make_replay_server(settings)
-    self.addCleanup(server.stop)
-    address = f'localhost:{server.port}'
-    stop = threading.Event()
-    self.addCleanup(stop.set)
-    actor = threading.Thread(
-        target=r2d2.run_actor, daemon=True,
-        kwargs=dict(settings=settings, task=0, replay_server=address,
-                    stop_event=stop))
-    actor.start()
-    r2d2.run_learner(settings, address,
-                     os.path.join(self.get_temp_dir(), 'learner2'))
-    actor.join(timeout=60)
-    info = reverb.Client(address).server_info()[success_table]
+    address, client = self.start_server(settings)
+    self.train_with_one_actor(settings, address, 'learner2')
+    info = client.server_info()[success_table]
     self.assertEqual(info.rate_limiter_info.insert_stats.completed, seed)
 
   def test_mixed_batches_near_rho(self):
