@@ -25,8 +25,10 @@ r"""R2D3 vs its R2D2 twin on MiniGrid-DoorKey-8x8, plus a demo-ratio ablation.
    reached the goal) and prints a Markdown table (also written to
    output_dir/results.md): per run the first env step with success rate
    >= 0.9, the success rate right after pre-training (env step 0, R2D3
-   only), best and final success rate, learner steps (pre-training
-   included), wall time (first to last event, TF start-up excluded).
+   only), best and final success rate, the mean of the last 10 evals (how
+   well a run holds what it learnt: at 300k, the evals from ~210k on),
+   learner steps (pre-training included), wall time (first to last event,
+   TF start-up excluded).
 
 --gin_bindings / --r2d3_gin_bindings (the latter only for the variants
 with demonstrations) are for smoke tests with a tiny budget; the table
@@ -46,6 +48,7 @@ import sys
 
 from absl import app
 from absl import flags
+import numpy as np
 
 import common  # benchmarks/common.py, next to this script.
 
@@ -56,6 +59,8 @@ TARGET_SUCCESS = 0.9
 # Success rates are logged as float32 (18 of 20 episodes: 0.89999998), so
 # the target test allows float32 rounding.
 FLOAT32_TOLERANCE = 1e-6
+# Evals (env step 0 excluded) averaged for the "mean of last" column.
+LAST_EVALS = 10
 SUCCESS_TAG = 'Metrics/SuccessRate'
 # Far from the training (SEED + i) and eval (SEED + 1000003 + j) env seeds.
 DEMO_SEED = 100000
@@ -142,6 +147,8 @@ def summarize(run_dir):
       'after_pretraining': pretrained[0] if pretrained else None,
       'best': max(value for _, _, value in evals),
       'final': evals[-1][2],
+      'last_mean': float(np.mean([value for step, _, value in evals
+                                  if step > 0][-LAST_EVALS:] or [np.nan])),
       'learner_steps': int(learner[-1][2]) if learner else 0,
       'wall_seconds': max(wall_times) - min(wall_times),
   }
@@ -172,12 +179,13 @@ def report(rows, demo_path):
   lines += [
       '',
       '| variant | seed | env steps | first success >= 0.9 at | '
-      'after pre-training | best | final | learner steps | wall (s) |',
-      '|---|---|---|---|---|---|---|---|---|',
+      f'after pre-training | best | final | mean of last {LAST_EVALS} | '
+      'learner steps | wall (s) |',
+      '|---|---|---|---|---|---|---|---|---|---|',
   ]
   for variant, seed, result in rows:
     if result is None:
-      lines.append(f'| {variant} | {seed} | not run | | | | | | |')
+      lines.append(f'| {variant} | {seed} | not run | | | | | | | |')
       continue
     first = result['first_target_step']
     pretrained = result['after_pretraining']
@@ -186,7 +194,7 @@ def report(rows, demo_path):
         f"{f'{first:,}' if first is not None else 'never'} | "
         f"{f'{pretrained:.2f}' if pretrained is not None else '-'} | "
         f"{result['best']:.2f} | {result['final']:.2f} | "
-        f"{result['learner_steps']:,} | {result['wall_seconds']:.0f} |")
+        f"{result['last_mean']:.2f} | {result['learner_steps']:,} | {result['wall_seconds']:.0f} |")
   lines.append('')
   for variant in dict.fromkeys(variant for variant, _, _ in rows):
     results = [r for v, _, r in rows if v == variant]
