@@ -194,7 +194,8 @@ def report(rows, demo_path):
         f"{f'{first:,}' if first is not None else 'never'} | "
         f"{f'{pretrained:.2f}' if pretrained is not None else '-'} | "
         f"{result['best']:.2f} | {result['final']:.2f} | "
-        f"{result['last_mean']:.2f} | {result['learner_steps']:,} | {result['wall_seconds']:.0f} |")
+        f"{result['last_mean']:.2f} | {result['learner_steps']:,} | "
+        f"{result['wall_seconds']:.0f} |")
   lines.append('')
   for variant in dict.fromkeys(variant for variant, _, _ in rows):
     results = [r for v, _, r in rows if v == variant]

@@ -183,17 +183,13 @@ class Demonstrations:
 
   def check_server(self, server_info, agent):
     """Raises ValueError unless the server has fitting demo tables."""
-    for name in self._demo_tables():
-      if name not in server_info:
-        raise ValueError(
-            f'Reverb server has no table {name!r} although the gin config '
-            'sets r2d2.train_eval.demonstrations (success_min_return for '
-            f'{SUCCESS_TABLE!r}); start train/replay_server.py with the '
-            'same gin file.')
-      tables.check_signature(server_info[name].signature,
-                             agent.collect_data_spec,
-                             agent.sequence_config.sequence_length,
-                             table_name=name)
+    tables.check_sequence_tables(
+        server_info, self._demo_tables(), agent.collect_data_spec,
+        agent.sequence_config.sequence_length,
+        missing_hint=(
+            'the gin config sets r2d2.train_eval.demonstrations (and '
+            f'success_min_return for {SUCCESS_TABLE!r}); start '
+            'train/replay_server.py with the same gin file.'))
 
   # --- actors ---------------------------------------------------------------
 
@@ -272,19 +268,19 @@ class Demonstrations:
           f'{self.path} has {expected} sequences but the demonstration '
           f'table holds r2d3.Demonstrations.table_capacity = '
           f'{self.table_capacity}; raise it to at least {expected}.')
-    if self.uses_successes:
-      if expected > self.success_table_capacity:
-        raise runner.ConfigError(
-            f'{self.path} has {expected} sequences but the success table '
-            'holds r2d3.Demonstrations.success_table_capacity = '
-            f'{self.success_table_capacity}; raise it to at least '
-            f'{expected}.')
+    if self.uses_successes and expected > self.success_table_capacity:
+      raise runner.ConfigError(
+          f'{self.path} has {expected} sequences but the success table '
+          'holds r2d3.Demonstrations.success_table_capacity = '
+          f'{self.success_table_capacity}; raise it to at least '
+          f'{expected}.')
+    server_info = client.server_info()
+    if self.uses_successes and not server_info[SUCCESS_TABLE].current_size:
       # Seeded once per server: it is never empty (the learner samples
       # it from the first step), then successes replace the seed FIFO.
-      if not client.server_info()[SUCCESS_TABLE].current_size:
-        demonstrations_lib.write_to_table(demos.episodes, client,
-                                          SUCCESS_TABLE, agent)
-    size = client.server_info()[DEMO_TABLE].current_size
+      demonstrations_lib.write_to_table(demos.episodes, client,
+                                        SUCCESS_TABLE, agent)
+    size = server_info[DEMO_TABLE].current_size
     if size == expected:
       logging.info('Demonstration table already holds the %d sequences of '
                    '%s.', size, self.path)

@@ -94,14 +94,10 @@ def table_dataset(server_address, table_name, agent, is_demo,
 
 def _check_tables(server_address, agent, table_names):
   info = reverb.Client(server_address).server_info()
-  for name in table_names:
-    if name not in info:
-      raise ValueError(
-          f'Reverb server {server_address} has no table {name!r}; tables: '
-          f'{sorted(info)}.')
-    tables.check_signature(info[name].signature, agent.collect_data_spec,
-                           agent.sequence_config.sequence_length,
-                           table_name=name)
+  tables.check_sequence_tables(
+      info, table_names, agent.collect_data_spec,
+      agent.sequence_config.sequence_length,
+      missing_hint=f'{server_address} has tables {sorted(info)}.')
 
 
 def _batched_pairs(dataset, batch_size, prefetch):

@@ -212,8 +212,8 @@ class R2D2SequenceObserver:
           self._success_writer.history)
       self._success_writer.create_item(self._success_table, priority, item)
       self._num_success_items += 1
-    # Successes are rare and the table is not rate limited: no need to
-    # wait for the server here.
+    # The success table is not rate limited: this only bounds the copies
+    # in flight, as for the agent table.
     self._success_writer.flush(
         block_until_num_items=self._max_in_flight_items)
 

@@ -54,6 +54,24 @@ def check_signature(signature, collect_data_spec, sequence_length,
           f'([sequence_length={sequence_length}] + collect_data_spec).')
 
 
+def check_sequence_tables(server_info, table_names, collect_data_spec,
+                          sequence_length, missing_hint):
+  """Raises ValueError unless each table exists with the agent's signature.
+
+  Args:
+    server_info: `reverb.Client.server_info()`.
+    table_names: the tables to check.
+    collect_data_spec, sequence_length: as for `check_signature`.
+    missing_hint: the message's end for a missing table (what to do).
+  """
+  for name in table_names:
+    if name not in server_info:
+      raise ValueError(
+          f'Reverb server has no table {name!r}; {missing_hint}')
+    check_signature(server_info[name].signature, collect_data_spec,
+                    sequence_length, table_name=name)
+
+
 def default_error_buffer(min_size_to_sample, samples_per_insert,
                          tolerance=0.1, min_slack_inserts=100):
   """Slack of the rate limiter.
