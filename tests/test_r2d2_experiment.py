@@ -170,6 +170,22 @@ class SingleMachineTest(_TestCase):
     resumed_steps = [s for s, _ in train['Metrics/LearnerSteps']]
     self.assertGreaterEqual(min(resumed_steps[-1:]), 120)
 
+  def test_learning_rate_decay_reaches_the_optimizer(self):
+    settings = self.settings(
+        'r2d2.r2d2_agent_fn.learning_rate_decay_steps = 10')
+    env = settings.env_loader(seed=0)
+    agent = settings.agent_fn(
+        time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
+        action_spec=tensor_spec.from_spec(env.action_spec()),
+        train_step_counter=tf.Variable(0, dtype=tf.int64))
+    env.close()
+    # Keras keeps the schedule itself in `_learning_rate`.
+    schedule = agent._optimizer._learning_rate  # pylint: disable=protected-access
+    lr = float(schedule(0))
+    self.assertGreater(lr, 0.0)
+    self.assertAllClose([float(schedule(s)) for s in (5, 10, 20)],
+                        [lr / 2, 0.0, 0.0])
+
   def test_feed_forward_baseline_runs(self):
     root_dir = os.path.join(self.get_temp_dir(), 'ff')
     runner.parse_gin([self.gin_file],

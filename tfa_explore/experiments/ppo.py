@@ -13,6 +13,8 @@ from tf_agents.agents.ppo import ppo_clip_agent as tfa_ppo_clip_agent
 from tf_agents.networks import actor_distribution_network
 from tf_agents.networks import value_network
 
+from tfa_explore.utils import optimizers
+
 REQUIRED = gin.REQUIRED
 
 
@@ -41,19 +43,6 @@ def observation_preprocessing(observation_spec,
   scale = float(image_scale)
   return tf.keras.layers.Lambda(
       lambda x: tf.cast(x, tf.float32) * scale, name='cast_and_scale')
-
-
-def adam_optimizer(learning_rate: float, decay_steps: Optional[int],
-                   epsilon: float) -> tf.keras.optimizers.Optimizer:
-  """Adam, with the learning rate decaying linearly to 0 if decay_steps."""
-  if decay_steps:
-    # Keyed on the optimizer's own step counter, which the agent checkpoint
-    # includes, so a resumed run continues the schedule.
-    learning_rate = tf.keras.optimizers.schedules.PolynomialDecay(
-        learning_rate, decay_steps=int(decay_steps), end_learning_rate=0.0,
-        power=1.0)
-  return tf.keras.optimizers.Adam(learning_rate=learning_rate,
-                                  epsilon=epsilon)
 
 
 @gin.configurable(module='ppo')
@@ -140,8 +129,8 @@ def ppo_clip_agent(
       conv_layer_params=conv,
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=tf.keras.activations.tanh)
-  optimizer = adam_optimizer(learning_rate, learning_rate_decay_steps,
-                             adam_epsilon)
+  optimizer = optimizers.adam_optimizer(learning_rate,
+                                        learning_rate_decay_steps, adam_epsilon)
   agent = agent_class(
       time_step_spec,
       action_spec,

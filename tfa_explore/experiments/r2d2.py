@@ -90,6 +90,7 @@ from tfa_explore.replay import priority_updater
 from tfa_explore.replay import sequence_writer
 from tfa_explore.replay import tables
 from tfa_explore.utils import files
+from tfa_explore.utils import optimizers
 from tfa_explore.utils import summaries
 
 REQUIRED = gin.REQUIRED
@@ -161,6 +162,7 @@ def r2d2_agent_fn(time_step_spec,
                   image_scale=None,
                   learning_rate=REQUIRED,
                   adam_epsilon=REQUIRED,
+                  learning_rate_decay_steps=None,
                   n_step=REQUIRED,
                   gamma=REQUIRED,
                   target_update_period=REQUIRED,
@@ -177,7 +179,11 @@ def r2d2_agent_fn(time_step_spec,
   state). Hyperparameters are documented on `R2D2Agent` and
   `RecurrentDuelingQNetwork` (`image_scale`: None scales uint8 pixels by
   1/255); Adam as in the paper. `agent_class` (an `R2D2Agent` subclass)
-  gets these arguments plus `agent_kwargs`.
+  gets these arguments plus `agent_kwargs`. `learning_rate_decay_steps`:
+  if set, the rate decays linearly to 0 over that many learner steps (with
+  a sample-to-insert ratio the run's learner steps are known in advance:
+  env steps / replay_period x samples_per_insert / batch_size); None keeps
+  it constant, as the paper.
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
@@ -199,7 +205,9 @@ def r2d2_agent_fn(time_step_spec,
       time_step_spec,
       action_spec,
       q_network=network,
-      optimizer=tf.keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),
+      optimizer=optimizers.adam_optimizer(learning_rate,
+                                          learning_rate_decay_steps,
+                                          adam_epsilon),
       sequence_config=sequence_config,
       n_step=n_step,
       gamma=gamma,

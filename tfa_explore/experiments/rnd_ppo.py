@@ -23,6 +23,7 @@ from tf_agents.networks import actor_distribution_network
 from tfa_explore.agents.rnd_ppo import agent as rnd_agent
 from tfa_explore.experiments import ppo
 from tfa_explore.networks import dual_value_network
+from tfa_explore.utils import optimizers
 
 REQUIRED = gin.REQUIRED
 
@@ -174,8 +175,8 @@ def rnd_ppo_agent(
       conv_layer_params=conv,
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=activation_fn)
-  optimizer = ppo.adam_optimizer(learning_rate, learning_rate_decay_steps,
-                                 adam_epsilon)
+  optimizer = optimizers.adam_optimizer(learning_rate,
+                                        learning_rate_decay_steps, adam_epsilon)
 
   settings = {}
   if use_intrinsic_reward:
