@@ -51,8 +51,8 @@ _Q_EPISODES = flags.DEFINE_integer('q_episodes', 3,
                                    'Greedy episodes with Q values printed.')
 
 
-def _restore(run_dir, checkpoint_name):
-  """(agent, env) of the run, weights from the checkpoint."""
+def _restore(run_dir, checkpoint_name, with_optimizer=False):
+  """(agent, env) of the run, weights (and Adam's slots) from the checkpoint."""
   gin.parse_config_file(os.path.join(run_dir, on_policy.OPERATIVE_CONFIG),
                         skip_unknown=True)
   env_loader = gin.query_parameter('r2d2.train_eval.env_loader')
@@ -66,6 +66,9 @@ def _restore(run_dir, checkpoint_name):
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
       action_spec=tensor_spec.from_spec(env.action_spec()),
       train_step_counter=tf.Variable(0, dtype=tf.int64))
+  if with_optimizer:
+    # Keras optimizers only restore slots that exist at restore time.
+    agent._optimizer.build(agent.q_network.trainable_variables)  # pylint: disable=protected-access
   directory = os.path.join(run_dir, on_policy.CHECKPOINT_DIR)
   path = (os.path.join(directory, checkpoint_name) if checkpoint_name
           else tf.train.latest_checkpoint(directory))

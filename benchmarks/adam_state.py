@@ -1,0 +1,49 @@
+r"""How Adam's epsilon compares with the gradients of an R2D2/R2D3 run.
+
+  python benchmarks/adam_state.py --run_dir=runs/r2d2_benchmark/batched_actors_seed0 \
+      [--checkpoint=ckpt-200166]
+
+Restores the run's agent with its optimizer slots (`r2d2_rollouts`) and
+prints, per trainable variable, the bias-corrected RMS gradient
+sqrt(v_hat) that Adam divides by (median and 90th percentile over the
+variable's entries) and the share of entries where it is below Adam's
+epsilon, i.e. where epsilon, not the gradient scale, sets the step size
+(update = lr m_hat / (sqrt(v_hat) + epsilon)). README, "R2D2", uses it.
+"""
+
+from absl import app
+import numpy as np
+
+import r2d2_rollouts
+
+# --run_dir and --checkpoint are r2d2_rollouts' flags.
+_RUN_DIR = r2d2_rollouts._RUN_DIR  # pylint: disable=protected-access
+_CHECKPOINT = r2d2_rollouts._CHECKPOINT  # pylint: disable=protected-access
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  agent, env = r2d2_rollouts._restore(  # pylint: disable=protected-access
+      _RUN_DIR.value, _CHECKPOINT.value, with_optimizer=True)
+  env.close()
+  optimizer = agent._optimizer  # pylint: disable=protected-access
+  steps = int(optimizer.iterations.numpy())
+  epsilon = float(optimizer.epsilon)
+  correction = 1.0 - float(optimizer.beta_2) ** steps
+  print(f'{steps} Adam steps, epsilon {epsilon:g}')
+  below, total = 0, 0
+  for var in agent.q_network.trainable_variables:
+    slot = optimizer._velocities[optimizer._index_dict[optimizer._var_key(var)]]  # pylint: disable=protected-access
+    rms = np.sqrt(slot.numpy() / correction).ravel()
+    below += int(np.sum(rms < epsilon))
+    total += rms.size
+    print(f'{var.name:60s} {str(tuple(var.shape)):12s} sqrt(v_hat) median '
+          f'{np.median(rms):.1e} p90 {np.percentile(rms, 90):.1e}, below '
+          f'epsilon {np.mean(rms < epsilon):.0%}')
+  print(f'all {total} parameters: sqrt(v_hat) below epsilon for '
+        f'{below / total:.0%}')
+
+
+if __name__ == '__main__':
+  app.run(main)
