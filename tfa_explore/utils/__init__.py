@@ -1,1 +1,1 @@
-"""Small shared pieces: atomic file writes, summaries."""
+"""Small shared pieces: atomic file writes, summaries, the Adam factory."""
