@@ -143,7 +143,8 @@ class R2D2SequenceObserver:
       for _ in range(self._config.burn_in_steps):
         self._append(front_padding)
     self._append(trajectory)
-    self._episode_return += float(np.sum(trajectory.reward))
+    if self._success_table is not None:
+      self._episode_return += float(np.sum(trajectory.reward))
     if trajectory.is_boundary():
       if self._last_item_end != self._stream_length:
         rear_padding = _with_step_types(
