@@ -40,6 +40,30 @@ def _table_items(client, table):
   return items
 
 
+class _AppendCountingClient:
+  """A `reverb.Client` whose trajectory writers count their appends."""
+
+  def __init__(self, client):
+    self._client = client
+    self.appends = []  # one count per writer, in creation order
+
+  def __getattr__(self, name):
+    return getattr(self._client, name)
+
+  def trajectory_writer(self, **kwargs):
+    writer = self._client.trajectory_writer(**kwargs)
+    index = len(self.appends)
+    self.appends.append(0)
+    append = writer.append
+
+    def counting_append(*args, **append_kwargs):
+      self.appends[index] += 1
+      return append(*args, **append_kwargs)
+
+    writer.append = counting_append
+    return writer
+
+
 class MixedReplayTest(support._TestCase):
 
   def _server(self, agent, uniform=False, with_successes=False):
@@ -238,6 +262,33 @@ class SuccessCopyTest(support._TestCase):
     self.assertEqual(sorted(success_items.values()), long_sequences)
     self.assertTrue(all(priority == 2.5
                         for priority, _ in success_items.values()))
+    observer.close()
+
+  def test_the_copy_appends_each_step_once(self):
+    # Items overlap (stride < sequence length); the copy must still append
+    # each stream step once, as the agent table's writer does, not once per
+    # item it falls in.
+    agent = support.make_agent()
+    config = agent.sequence_config
+    self.assertLess(config.stride, config.sequence_length)
+    server = reverb.Server(
+        [mixed_dataset.make_demo_table(name, 100, agent.collect_data_spec,
+                                       config.sequence_length)
+         for name in (AGENT, SUCCESS)],
+        port=portpicker.pick_unused_port())
+    self.addCleanup(server.stop)
+    client = _AppendCountingClient(reverb.Client(f'localhost:{server.port}'))
+    observer = sequence_writer.R2D2SequenceObserver(
+        client, AGENT, config, success_table=SUCCESS, success_min_return=0.0)
+    episodes, _ = support.counting_episodes(2, episode_length=9)
+    _observe(observer, episodes, agent)
+    agent_appends, success_appends = client.appends
+    self.assertGreater(observer.num_items_written, 2 * 2)
+    self.assertEqual(observer.num_success_items_written,
+                     observer.num_items_written)
+    self.assertEqual(success_appends, agent_appends)
+    self.assertEqual(sorted(_table_items(client, SUCCESS).values()),
+                     sorted(_table_items(client, AGENT).values()))
     observer.close()
 
   def test_an_unfinished_episode_is_not_copied(self):

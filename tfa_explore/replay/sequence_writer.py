@@ -21,8 +21,11 @@ Successes (optional; R2D3 with `success_min_return`, a departure from the
 paper): the observer keeps the sequences of the current episode and, when
 the episode ends with a return of at least `success_min_return`, writes
 them once more, with the same priorities, to `success_table` (the
-learner's second demonstration table). This costs a copy of one episode's
-sequences per environment.
+learner's second demonstration table). The copy appends each step of the
+episode's stream (paddings included) once and cuts its items at the same
+offsets, so the success table's chunks hold every step once, as the agent
+table's do. The actor keeps references to one episode's steps per
+environment.
 
 Initial priorities: with a `priority_fn` (the agent's
 `initial_priority_fn()`, evaluated with the actor's network copy, as in the
@@ -89,7 +92,10 @@ class R2D2SequenceObserver:
           f'{success_table!r} and {success_min_return!r}.')
     self._success_table = success_table
     self._success_min_return = success_min_return
-    self._episode_items = []  # (sequence, priority) of this episode.
+    # This episode's stream (paddings included) and its items as
+    # (end offset in the stream, priority); kept only with a success table.
+    self._episode_stream = []
+    self._episode_items = []
     self._episode_return = 0.0
     self._num_success_items = 0
     self._success_writer = None
@@ -112,7 +118,7 @@ class R2D2SequenceObserver:
     self._stream_length = 0  # Steps (padding included) of this episode.
     self._last_item_end = 0
     self._num_items = 0
-    self._pending = []  # (steps of the sequence, item columns)
+    self._pending = []  # (steps of the sequence, item columns, end offset)
     self._episode_over = False
 
   @property
@@ -156,7 +162,7 @@ class R2D2SequenceObserver:
   @property
   def pending_sequences(self):
     """The `[sequence_length]` numpy sequences of the items not yet written."""
-    return [_stack(steps) for steps, _ in self._pending]
+    return [_stack(steps) for steps, _, _ in self._pending]
 
   def write_pending(self, priorities=None):
     """Writes the items completed since the last call.
@@ -174,11 +180,11 @@ class R2D2SequenceObserver:
     if len(priorities) != len(self._pending):
       raise ValueError(f'{len(priorities)} priorities for '
                        f'{len(self._pending)} pending items.')
-    for (steps, item), priority in zip(self._pending, priorities):
+    for (_, item, end), priority in zip(self._pending, priorities):
       self._writer.create_item(self._table_name, float(priority), item)
       self._num_items += 1
       if self._success_table is not None:
-        self._episode_items.append((steps, float(priority)))
+        self._episode_items.append((end, float(priority)))
     if self._pending:
       # Blocks while more than `max_in_flight_items` items are unconfirmed:
       # that is how the table's rate limiter holds the actor back, and what
@@ -191,13 +197,15 @@ class R2D2SequenceObserver:
   def _append(self, step):
     self._writer.append(step)
     self._recent.append(step)
+    if self._success_table is not None:
+      self._episode_stream.append(step)
     self._stream_length += 1
     length, stride = self._sequence_length, self._config.stride
     if self._stream_length >= length and (
         self._stream_length - length) % stride == 0:
       item = tree.map_structure(lambda column: column[-length:],
                                    self._writer.history)
-      self._pending.append((list(self._recent), item))
+      self._pending.append((list(self._recent), item, self._stream_length))
       self._last_item_end = self._stream_length
 
   def _write_successes(self):
@@ -205,14 +213,17 @@ class R2D2SequenceObserver:
     if self._success_writer is None:
       self._success_writer = self._py_client.trajectory_writer(
           num_keep_alive_refs=self._sequence_length)
-    for steps, priority in self._episode_items:
-      for step in steps:
-        self._success_writer.append(step)
-      item = tree.map_structure(
-          lambda column: column[-self._sequence_length:],
-          self._success_writer.history)
-      self._success_writer.create_item(self._success_table, priority, item)
-      self._num_success_items += 1
+    priorities = dict(self._episode_items)  # item end offset -> priority
+    last_end = max(priorities, default=0)
+    for offset, step in enumerate(self._episode_stream[:last_end], start=1):
+      self._success_writer.append(step)
+      if offset in priorities:
+        item = tree.map_structure(
+            lambda column: column[-self._sequence_length:],
+            self._success_writer.history)
+        self._success_writer.create_item(self._success_table,
+                                         priorities[offset], item)
+        self._num_success_items += 1
     # The success table is not rate limited: this only bounds the copies
     # in flight, as for the agent table.
     self._success_writer.flush(
@@ -222,6 +233,7 @@ class R2D2SequenceObserver:
     if (self._episode_over and self._success_table is not None and
         self._episode_return >= self._success_min_return):
       self._write_successes()
+    self._episode_stream = []
     self._episode_items = []
     self._episode_return = 0.0
     # No Reverb `end_episode` here: it blocks until every pending item is
