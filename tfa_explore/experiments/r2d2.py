@@ -311,6 +311,10 @@ def make_tables(settings, agent):
 
 def make_replay_server(settings, port=None):
   """A Reverb server with the tables of `settings` (port None: any free)."""
+  # The agent is built only for its specs, but its weight initializers are
+  # random ops: under `tf.config.experimental.enable_op_determinism()` they
+  # need a global seed.
+  tf.random.set_seed(settings.seed)
   env, agent = _make_agent(settings)
   env.close()
   server_tables = make_tables(settings, agent)

@@ -12,6 +12,13 @@ Importing this module registers them with gymnasium, so they load through
   target, else 0; terminates after `episode_length` steps (default 10). The
   optimal policy is argmax(observation): return 10 vs 10 / num_actions for
   a random policy. For learning smoke tests.
+* `Recall-v0`: a memory task. The first observation shows a cue (-1 or
+  +1, from the seeded RNG) as `[cue, 0]`; the next `delay - 1` show
+  `[0, 0]`; the last shows the query `[0, 1]`. The action taken at the
+  query pays 1 if it names the cue (action 1 for +1, 0 for -1) and ends
+  the episode (`delay + 1` steps, default delay 4); every other action
+  pays 0. Remembering the cue returns 1; any memoryless policy returns
+  0.5 on average. For recurrent learning tests.
 * `Image-v0`: uint8 (8, 8, 3) noise images from the seeded RNG; reward 1
   for action 0; terminates after 8 steps.
 * `DictObs-v0`: a Dict observation ('position' float64 (2,), 'flag'
@@ -38,6 +45,7 @@ CORRECT_ACTION_ID = f'{NAMESPACE}/CorrectAction-v0'
 IMAGE_ID = f'{NAMESPACE}/Image-v0'
 DICT_OBS_ID = f'{NAMESPACE}/DictObs-v0'
 SPACES_ID = f'{NAMESPACE}/Spaces-v0'
+RECALL_ID = f'{NAMESPACE}/Recall-v0'
 
 
 class CountingEnv(gym.Env):
@@ -91,6 +99,40 @@ class CorrectActionEnv(gym.Env):
     self._steps += 1
     terminated = self._steps >= self._episode_length
     return self._observation(), reward, terminated, False, {}
+
+
+class RecallEnv(gym.Env):
+  """Remember a cue shown at the first step; name it at the last."""
+
+  def __init__(self, delay: int = 4):
+    if delay < 1:
+      raise ValueError(f'Recall-v0: delay must be >= 1, got {delay}.')
+    self._delay = delay
+    self.observation_space = gym.spaces.Box(
+        low=-1, high=1, shape=(2,), dtype=np.float32)
+    self.action_space = gym.spaces.Discrete(2)
+    self._cue = 1
+    self._steps = 0
+
+  def _observation(self):
+    if self._steps == 0:
+      return np.array([self._cue, 0], dtype=np.float32)
+    if self._steps == self._delay:
+      return np.array([0, 1], dtype=np.float32)
+    return np.zeros(2, dtype=np.float32)
+
+  def reset(self, *, seed=None, options=None):
+    super().reset(seed=seed)
+    self._cue = 1 if self.np_random.integers(2) else -1
+    self._steps = 0
+    return self._observation(), {'cue': self._cue}
+
+  def step(self, action):
+    if self._steps == self._delay:
+      reward = 1.0 if int(action) == (self._cue + 1) // 2 else 0.0
+      return self._observation(), reward, True, False, {'cue': self._cue}
+    self._steps += 1
+    return self._observation(), 0.0, False, False, {'cue': self._cue}
 
 
 class ImageEnv(gym.Env):
@@ -186,7 +228,8 @@ def register() -> None:
                               (CORRECT_ACTION_ID, CorrectActionEnv),
                               (IMAGE_ID, ImageEnv),
                               (DICT_OBS_ID, DictObsEnv),
-                              (SPACES_ID, SpacesEnv)):
+                              (SPACES_ID, SpacesEnv),
+                              (RECALL_ID, RecallEnv)):
     if env_id not in gym.registry:
       # disable_env_checker: the checker warns about unbounded fake spaces
       # and would clutter test output.
@@ -229,3 +272,10 @@ def load_dict_obs(seed: Optional[int] = None
                  ) -> suite_gymnasium.GymnasiumWrapper:
   """DictObs-v0 as a PyEnvironment."""
   return suite_gymnasium.load(DICT_OBS_ID, seed=seed)
+
+
+def load_recall(seed: Optional[int] = None, delay: int = 4
+               ) -> suite_gymnasium.GymnasiumWrapper:
+  """Recall-v0 as a PyEnvironment."""
+  return suite_gymnasium.load(RECALL_ID, seed=seed,
+                              gym_kwargs=dict(delay=delay))
