@@ -12,8 +12,8 @@ like train_eval's eval envs (seed + 1000003):
   replaced by a uniform one with probability epsilon; the network's
   previous-action input is the action taken), printing the success rate
   (return > 0) and mean episode length;
-* for the first `--q_episodes` greedy episodes: the action counts and the
-  online Q values (rescaled, and the max after h^-1) at the `--q_steps`
+* for the first `--q_episodes` greedy episodes: the action counts, the
+  last observation (how the episode ended) and the online Q values (rescaled, and the max after h^-1) at the `--q_steps`
   steps, which shows whether a failing episode repeats one action and what
   the network thinks that is worth.
 
@@ -121,9 +121,12 @@ def main(argv):
   q_steps = {int(step) for step in _Q_STEPS.value}
   for episode in range(_Q_EPISODES.value):
     episode_return, actions, q_at = _episode(agent, env, 0.0, rng, q_steps)
+    final_observation = np.round(
+        np.asarray(env.current_time_step().observation, np.float64), 3)
     print(f'greedy episode {episode}: length {len(actions)}, return '
           f'{episode_return:.2f}, actions '
-          f'{dict(sorted(collections.Counter(actions).items()))}')
+          f'{dict(sorted(collections.Counter(actions).items()))}, final '
+          f'observation {final_observation.tolist()}')
     for step, q_values in sorted(q_at.items()):
       raw_max = float(losses.inverse_value_rescale(
           tf.constant(q_values.max())))
