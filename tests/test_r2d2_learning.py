@@ -8,10 +8,11 @@ replay, the learner) trains a small R2D2 for a fixed env-step budget with
 a fixed seed and deterministic TF ops. Actor threads make the run
 nondeterministic in its interleaving, so the thresholds leave a margin:
 R2D2's final greedy return over 40 episodes must be >= 0.9, the
-feed-forward twin's (`lstm_size = None`, same budget) <= 0.75 (chance:
-0.5, and 0.75 is 5 standard deviations of a 40-episode mean above it).
+feed-forward twin's (`lstm_size = None`, same budget) <= 0.75. The eval
+envs' cues are fixed by the seed (22 of the 40 are +1), and a memoryless
+policy gives one answer at the query, so the twin scores 0.55 or 0.45.
 Times and returns measured on a 2-core CPU are in the README ("R2D2",
-"Tests").
+"Slow learning test").
 """
 
 import os
