@@ -18,14 +18,14 @@ types, so neither reaches the loss. Lengths come from the agent's
 `SequenceConfig`, the same object the learner uses.
 
 Successes (optional; R2D3 with `success_min_return`, a departure from the
-paper): the observer keeps the sequences of the current episode and, when
-the episode ends with a return of at least `success_min_return`, writes
-them once more, with the same priorities, to `success_table` (the
-learner's second demonstration table). The copy appends each step of the
-episode's stream (paddings included) once and cuts its items at the same
-offsets, so the success table's chunks hold every step once, as the agent
-table's do. The actor keeps references to one episode's steps per
-environment.
+paper): the observer keeps the steps and items of the current episode
+and, when the episode ends with a return of at least
+`success_min_return`, writes its sequences once more, with the same
+priorities, to `success_table` (the learner's second demonstration
+table). The copy appends each step of the episode's stream (paddings
+included) once and cuts its items at the same offsets, so the success
+table's chunks hold every step once, as the agent table's do. The actor
+keeps references to one episode's steps per environment.
 
 Initial priorities: with a `priority_fn` (the agent's
 `initial_priority_fn()`, evaluated with the actor's network copy, as in the
