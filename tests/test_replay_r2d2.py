@@ -1,6 +1,7 @@
 """R2D2 on Reverb: sequence layout, signatures, priorities, a mini loop."""
 
 import os
+import threading
 
 import numpy as np
 import portpicker
@@ -270,6 +271,50 @@ class PrioritiesTest(_ReverbTestCase):
     untouched = [p for k, p in seen.items() if k not in expected]
     self.assertTrue(all(p == 1.0 for p in untouched))
     self.assertLen(seen, num_items)
+
+
+class TfClientTest(tf.test.TestCase):
+  """`tables.tf_client` clients work when built in many threads at once.
+
+  Unnamed `reverb.TFClient(address)` clients fail this test with NotFound
+  (the race behind a thread-mode actor crash); see `tables.tf_client`.
+  """
+  # tf.test.TestCase's deprecated `test_session` is not a test.
+  test_session = None
+
+  def _sample_in_threads(self, make_client):
+    """Errors of 8 threads x 20 clients x 3 samples, 3 rounds."""
+    server = reverb.Server(
+        [reverb.Table('v', reverb.selectors.Uniform(),
+                      reverb.selectors.Fifo(), 1,
+                      reverb.rate_limiters.MinSize(1))],
+        port=portpicker.pick_unused_port())
+    self.addCleanup(server.stop)
+    address = f'localhost:{server.port}'
+    reverb.Client(address).insert(np.float32(1.0), {'v': 1.0})
+    errors = []
+
+    def work():
+      try:
+        for _ in range(20):
+          client = make_client(address)
+          for _ in range(3):
+            client.sample('v', [tf.float32])
+      except tf.errors.NotFoundError as error:
+        errors.append(error)
+
+    for _ in range(3):
+      threads = [threading.Thread(target=work) for _ in range(8)]
+      for thread in threads:
+        thread.start()
+      for thread in threads:
+        thread.join()
+    return errors
+
+  def test_clients_built_in_threads_keep_their_resource(self):
+    self.assertEqual(
+        self._sample_in_threads(
+            lambda address: tables.tf_client(address, 'test')), [])
 
 
 class MiniLoopTest(_ReverbTestCase):

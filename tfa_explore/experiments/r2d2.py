@@ -11,7 +11,8 @@ binaries `train/replay_server.py`, `train/actor.py`, `train/learner.py`):
       sequence inserted);
     - `VARIABLES_TABLE`: one item, the learner's latest weights plus its
       counters (`train_step`, `env_steps`, `finished`), read by actors
-      through TF-Agents' `ReverbVariableContainer`;
+      through TF-Agents' `ReverbVariableContainer` (on a named client:
+      `_variable_container`);
     - `PROGRESS_TABLE`: a queue of small actor reports (env steps since the
       last report, finished episodes with their return, a stop marker).
 * `run_actor(settings, task, replay_server, root_dir)`: a batch of
@@ -309,6 +310,18 @@ def make_tables(settings, agent):
   return server_tables
 
 
+def _variable_container(replay_server):
+  """TF-Agents' `ReverbVariableContainer` on a Reverb client of its own.
+
+  The stock container's client has no resource name, which fails in actor
+  threads started beside the learner (see `replay.tables.tf_client`).
+  """
+  container = reverb_variable_container.ReverbVariableContainer(
+      replay_server, table_names=[VARIABLES_TABLE])
+  container._tf_client = tables.tf_client(replay_server, 'variables')  # pylint: disable=protected-access
+  return container
+
+
 def make_replay_server(settings, port=None):
   """A Reverb server with the tables of `settings` (port None: any free)."""
   # The agent is built only for its specs, but its weight initializers are
@@ -394,8 +407,7 @@ def run_actor(settings, task, replay_server, root_dir=None,
   shared_state = _SharedState(agent)
   client = reverb.Client(replay_server)
   _check_tables(client, shared_state)
-  variables = reverb_variable_container.ReverbVariableContainer(
-      replay_server, table_names=[VARIABLES_TABLE])
+  variables = _variable_container(replay_server)
   epsilons = r2d2_policy.slot_epsilons(task, settings.num_actors, num_envs)
   logging.info('Actor %d (%d envs, epsilons %s) waiting for the learner\'s '
                'weights.', task, num_envs,
@@ -655,8 +667,7 @@ def run_learner(settings, replay_server, root_dir, health_check=None):
     dataset = demos.dataset(replay_server, agent, settings.batch_size,
                             settings.seed, sample_timeout_ms)
     updater = demos.priority_updater(replay_server)
-  variables = reverb_variable_container.ReverbVariableContainer(
-      replay_server, table_names=[VARIABLES_TABLE])
+  variables = _variable_container(replay_server)
 
   checkpointed = dict(agent=agent, train_step=train_step,
                       env_steps=env_steps, num_episodes=num_episodes)

@@ -23,8 +23,6 @@ the agent's own successful episodes, written by the actors
 demonstration side, so the large-margin loss also applies to them.
 """
 
-import uuid
-
 import gin
 import reverb
 import tensorflow as tf
@@ -192,12 +190,8 @@ class MixedPriorityUpdater:
   """
 
   def __init__(self, server_address, agent_table, demo_table):
-    # A unique shared name: TF shares resources by name within a process,
-    # and a reused client of a stopped server blocks forever (see
-    # replay/priority_updater.py).
-    self._tf_client = reverb.TFClient(
-        server_address,
-        shared_name=f'tfa_explore_r2d3_priority_updater_{uuid.uuid4().hex}')
+    self._tf_client = tables.tf_client(server_address,
+                                       'r2d3_priority_updater')
     self._agent_table = agent_table
     self._demo_tables = ([demo_table] if isinstance(demo_table, str)
                          else list(demo_table))

@@ -1,11 +1,9 @@
 """Writes the learner's new sequence priorities back to Reverb by key."""
 
-import uuid
-
-import reverb
 import tensorflow as tf
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.replay import tables
 
 
 class PriorityUpdater:
@@ -26,14 +24,8 @@ class PriorityUpdater:
         `ReverbReplayBuffer.tf_client.server_address`).
       table_name: the prioritized table.
     """
-    # Our own client under a unique shared name. TF resources are shared by
-    # name within a process: `ReverbReplayBuffer.tf_client` uses the fixed
-    # name 'rb_tf_client', and an empty name falls back to the op name, so
-    # either would silently reuse the client of the first Reverb server this
-    # process talked to (and block forever once that server is gone).
-    self._tf_client = reverb.TFClient(
-        server_address,
-        shared_name=f'tfa_explore_priority_updater_{uuid.uuid4().hex}')
+    # Our own client (see `tables.tf_client`), not the replay buffer's.
+    self._tf_client = tables.tf_client(server_address, 'priority_updater')
     self._table_name = table_name
 
   def __call__(self, experience_and_sample_info, loss_info):

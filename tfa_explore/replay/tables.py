@@ -5,11 +5,34 @@ control is Reverb's `SampleToInsertRatio`: sequences sampled by the learner
 per sequence inserted by the actors.
 """
 
+import uuid
+
 import gin
 import reverb
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.utils import nest_utils
+
+
+def tf_client(server_address, purpose):
+  """A `reverb.TFClient` with a client resource of its own.
+
+  TF shares resources by name within a process. A fixed name (such as
+  `ReverbReplayBuffer`'s 'rb_tf_client') silently reuses the client of the
+  first server the process talked to, which blocks forever once that server
+  is gone. No name is worse in threads: the resource is then private to the
+  eager kernel that made it, clients built at the same time in several
+  threads (actor threads beside the learner) share and then drop that
+  kernel, and the surviving handles fail with NotFound ('..._ReverbClient
+  ... does not exist'). A unique name avoids both.
+
+  Args:
+    server_address: 'host:port' of the Reverb server.
+    purpose: a short tag for the resource name, e.g. 'priority_updater'.
+  """
+  return reverb.TFClient(
+      server_address,
+      shared_name=f'tfa_explore_{purpose}_{uuid.uuid4().hex}')
 
 
 def sequence_signature(collect_data_spec, sequence_length):
