@@ -14,8 +14,9 @@ like train_eval's eval envs (seed + 1000003):
   (return > 0) and mean episode length;
 * for the first `--q_episodes` greedy episodes: the action counts, the
   last observation (how the episode ended) and the online Q values
-  (rescaled, and the max after h^-1) at the `--q_steps` steps, which shows whether a failing episode repeats one action and what
-  the network thinks that is worth.
+  (rescaled, and the max after h^-1) at the `--q_steps` steps, which
+  shows whether a failing episode repeats one action and what the network
+  thinks that is worth.
 
 README, "R2D3", uses it on the benchmark's seed 0.
 """
