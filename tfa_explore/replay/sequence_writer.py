@@ -93,9 +93,9 @@ class R2D2SequenceObserver:
     self._success_table = success_table
     self._success_min_return = success_min_return
     # This episode's stream (paddings included) and its items as
-    # (end offset in the stream, priority); kept only with a success table.
+    # {end offset in the stream: priority}; kept only with a success table.
     self._episode_stream = []
-    self._episode_items = []
+    self._episode_items = {}
     self._episode_return = 0.0
     self._num_success_items = 0
     self._success_writer = None
@@ -184,7 +184,7 @@ class R2D2SequenceObserver:
       self._writer.create_item(self._table_name, float(priority), item)
       self._num_items += 1
       if self._success_table is not None:
-        self._episode_items.append((end, float(priority)))
+        self._episode_items[end] = float(priority)
     if self._pending:
       # Blocks while more than `max_in_flight_items` items are unconfirmed:
       # that is how the table's rate limiter holds the actor back, and what
@@ -213,16 +213,15 @@ class R2D2SequenceObserver:
     if self._success_writer is None:
       self._success_writer = self._py_client.trajectory_writer(
           num_keep_alive_refs=self._sequence_length)
-    priorities = dict(self._episode_items)  # item end offset -> priority
-    last_end = max(priorities, default=0)
+    last_end = max(self._episode_items, default=0)
     for offset, step in enumerate(self._episode_stream[:last_end], start=1):
       self._success_writer.append(step)
-      if offset in priorities:
+      if offset in self._episode_items:
         item = tree.map_structure(
             lambda column: column[-self._sequence_length:],
             self._success_writer.history)
-        self._success_writer.create_item(self._success_table,
-                                         priorities[offset], item)
+        self._success_writer.create_item(
+            self._success_table, self._episode_items[offset], item)
         self._num_success_items += 1
     # The success table is not rate limited: this only bounds the copies
     # in flight, as for the agent table.
@@ -234,7 +233,7 @@ class R2D2SequenceObserver:
         self._episode_return >= self._success_min_return):
       self._write_successes()
     self._episode_stream = []
-    self._episode_items = []
+    self._episode_items = {}
     self._episode_return = 0.0
     # No Reverb `end_episode` here: it blocks until every pending item is
     # on the server (a round trip per episode, ~15 ms, which dominated a
