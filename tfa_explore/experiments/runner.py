@@ -7,6 +7,7 @@ Every experiment function takes `root_dir` and has `env_loader` and
 from the parsed config.
 """
 
+import os
 import sys
 from typing import Callable, Optional, Sequence
 
@@ -51,10 +52,29 @@ def run_experiment(root_dir: str,
   return experiment(root_dir=root_dir)
 
 
+def _add_include_search_paths(gin_files: Sequence[str]) -> None:
+  """Lets `include 'gin/ppo/mountaincar.gin'` work from any directory.
+
+  A twin is its base file plus its own lines (`include`); includes name
+  the file as from the checkout's root, the folder above `gin/` (each file
+  is `gin/<agent>/<env>.gin`), so they also read as paths from there.
+  """
+  for path in gin_files:
+    gin_root = os.path.dirname(
+        os.path.dirname(os.path.dirname(os.path.abspath(path))))
+    if gin_root not in _SEARCH_PATHS:
+      gin.add_config_file_search_path(gin_root)
+      _SEARCH_PATHS.add(gin_root)
+
+
+_SEARCH_PATHS = set()
+
+
 def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
   """Parses gin files then bindings; raises ConfigError with gin's message."""
   gin_files = list(gin_files or [])
   gin_bindings = list(gin_bindings or [])
+  _add_include_search_paths(gin_files)
   try:
     gin.parse_config_files_and_bindings(gin_files, gin_bindings)
   except (IOError, OSError) as e:
