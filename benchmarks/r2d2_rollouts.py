@@ -35,7 +35,7 @@ from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
-from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner  # pylint: disable=unused-import
 
 _RUN_DIR = flags.DEFINE_string('run_dir', None, 'A train_eval root_dir.',
@@ -54,14 +54,14 @@ _Q_EPISODES = flags.DEFINE_integer('q_episodes', 3,
 
 def _restore(run_dir, checkpoint_name, with_optimizer=False):
   """(agent, env) of the run, weights (and Adam's slots) from the checkpoint."""
-  gin.parse_config_file(os.path.join(run_dir, on_policy.OPERATIVE_CONFIG),
+  gin.parse_config_file(os.path.join(run_dir, run_kit.OPERATIVE_CONFIG),
                         skip_unknown=True)
   env_loader = gin.query_parameter('r2d2.train_eval.env_loader')
   seed = gin.query_parameter('r2d2.train_eval.seed')
   if isinstance(seed, gin.config.ConfigurableReference):  # %SEED
     seed = seed.scoped_configurable_fn()
   env = env_loader.scoped_configurable_fn(
-      seed=seed + on_policy.EVAL_SEED_OFFSET)
+      seed=seed + run_kit.EVAL_SEED_OFFSET)
   agent_fn = gin.query_parameter('r2d2.train_eval.agent_fn')
   agent = agent_fn.scoped_configurable_fn(
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
@@ -70,7 +70,7 @@ def _restore(run_dir, checkpoint_name, with_optimizer=False):
   if with_optimizer:
     # Keras optimizers only restore slots that exist at restore time.
     agent._optimizer.build(agent.q_network.trainable_variables)  # pylint: disable=protected-access
-  directory = os.path.join(run_dir, on_policy.CHECKPOINT_DIR)
+  directory = os.path.join(run_dir, run_kit.CHECKPOINT_DIR)
   path = (os.path.join(directory, checkpoint_name) if checkpoint_name
           else tf.train.latest_checkpoint(directory))
   if path is None:

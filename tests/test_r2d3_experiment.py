@@ -25,7 +25,7 @@ import test_r2d3_support as support  # pylint: disable=g-bad-import-order
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import r2d3
-from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner
 from tfa_explore.replay import demonstrations
 from tfa_explore.replay import mixed_dataset
@@ -194,10 +194,10 @@ class SuccessRateTest(absltest.TestCase):
   def test_fraction_of_returns_above_the_threshold(self):
     # MiniGrid returns: 0 (timed out) or 1 - 0.9 t / T > 0 (goal reached).
     # 2 of 4 above 0 -> 0.5; a return equal to the threshold is no success.
-    self.assertEqual(on_policy.success_rate([0.0, 0.93, 0.0, 0.5], 0.0), 0.5)
-    self.assertEqual(on_policy.success_rate([1.0, 2.0], 1.0), 0.5)
+    self.assertEqual(run_kit.success_rate([0.0, 0.93, 0.0, 0.5], 0.0), 0.5)
+    self.assertEqual(run_kit.success_rate([1.0, 2.0], 1.0), 0.5)
     with self.assertRaisesRegex(ValueError, 'at least one episode'):
-      on_policy.success_rate([], 0.0)
+      run_kit.success_rate([], 0.0)
 
 
 class InProcessServerTest(_TestCase):

@@ -19,7 +19,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 
-from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner
 from tfa_explore.utils import files
 from tfa_explore.utils import video
@@ -32,7 +32,7 @@ _OUTPUT = flags.DEFINE_string(
     'root_dir/videos/greedy_policy.gif.')
 _NUM_EPISODES = flags.DEFINE_integer('num_episodes', 3, 'Episodes recorded.')
 _POLICY = flags.DEFINE_string(
-    'policy', on_policy.GREEDY_POLICY,
+    'policy', run_kit.GREEDY_POLICY,
     'Export under root_dir/policies to play (greedy_policy or '
     'collect_policy).')
 _SEED = flags.DEFINE_integer('seed', 0, 'Env seed of the first episode.')
@@ -41,7 +41,7 @@ _FPS = flags.DEFINE_float('fps', 30.0, 'Frames per second of the video.')
 
 def load_env_loader(root_dir: str):
   """The run's env loader, rebuilt from its operative config."""
-  config_path = os.path.join(root_dir, on_policy.OPERATIVE_CONFIG)
+  config_path = os.path.join(root_dir, run_kit.OPERATIVE_CONFIG)
   if not os.path.exists(config_path):
     raise FileNotFoundError(f'{config_path} not found: is {root_dir} a '
                             'train_eval run directory?')
@@ -56,7 +56,7 @@ def record(root_dir: str, output: str, num_episodes: int, policy_name: str,
            seed: int, fps: float) -> str:
   env_loader = load_env_loader(root_dir)
   policy_path = files.previous_export(
-      os.path.join(root_dir, on_policy.POLICY_DIR, policy_name))
+      os.path.join(root_dir, run_kit.POLICY_DIR, policy_name))
   policy = tf.saved_model.load(policy_path)
   episodes = video.render_episodes(policy, env_loader, num_episodes, seed)
   for i, frames in enumerate(episodes):

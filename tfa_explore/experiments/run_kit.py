@@ -1,0 +1,325 @@
+"""What every training loop shares: the run directory and what goes in it.
+
+Both loops (`on_policy.train_eval` and the R2D2 family's learner) build
+their run from these pieces, so a run directory, a resume, an evaluation
+and a progress line look the same whatever the agent:
+
+* `RunDirectory`: the layout of root_dir, its summary writers and the
+  operative gin config;
+* `Checkpointer`: `tf.train` checkpoints of everything the loop names, the
+  resume from the latest one, and the policy export that goes with every
+  checkpoint;
+* `Evaluator`: greedy episodes, one per eval env, from a policy state it
+  owns (recurrent policies start every evaluation from their initial
+  state);
+* `ProgressLog`: the progress line (rate of the last interval, ETA);
+* `crossed` and `finish`: the interval test of every loop, and the final
+  evaluation and checkpoint of a run.
+
+root_dir layout:
+
+    operative_config.gin   gin's operative config (also a TensorBoard text)
+    train/  eval/          TensorBoard summaries
+    checkpoints/           tf.train checkpoints; a resume reads the latest
+    policies/greedy_policy, policies/collect_policy   PolicySaver exports
+
+Optimizer state. A Keras optimizer creates its slot variables (Adam's
+moments) at its first `apply_gradients`; TF's deferred restoration fills
+them from the checkpoint at that moment, also inside a `tf.function`, and
+`iterations` is restored at once. So a resume needs no access to the
+optimizer (tests/test_run_kit.py checks Adam's slots and iteration count
+after a resume of each loop).
+
+Atomicity. TF writes a checkpoint's files under temporary names and then
+rewrites the `checkpoint` state file atomically; exports and the operative
+config are written to a temporary name and renamed (`utils.files`), so a
+killed run leaves the last complete checkpoint and export readable.
+"""
+
+import os
+import time
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from absl import logging
+import gin
+import numpy as np
+import tensorflow as tf
+from tf_agents.environments import tf_py_environment
+from tf_agents.policies import policy_saver
+from tf_agents.utils import common
+
+from tfa_explore.environments import batched
+from tfa_explore.utils import files
+from tfa_explore.utils import summaries
+
+# Subdirectories and files of root_dir.
+TRAIN_DIR = 'train'
+EVAL_DIR = 'eval'
+CHECKPOINT_DIR = 'checkpoints'
+POLICY_DIR = 'policies'
+GREEDY_POLICY = 'greedy_policy'
+COLLECT_POLICY = 'collect_policy'
+OPERATIVE_CONFIG = 'operative_config.gin'
+
+# Eval env i gets seed `seed + EVAL_SEED_OFFSET + i`, far from the collect
+# envs' `seed + i`.
+EVAL_SEED_OFFSET = 1_000_003
+
+# Summary writers flush at least this often (and at every progress line).
+_FLUSH_MILLIS = 10_000
+
+
+def crossed(previous: int, current: int, interval: int) -> bool:
+  """Whether a multiple of `interval` lies in (previous, current]."""
+  return interval > 0 and current // interval > previous // interval
+
+
+def format_duration(seconds: float) -> str:
+  """H:MM:SS."""
+  seconds = int(round(seconds))
+  hours, rest = divmod(seconds, 3600)
+  minutes, secs = divmod(rest, 60)
+  return f'{hours:d}:{minutes:02d}:{secs:02d}'
+
+
+class RunDirectory:
+  """root_dir: its paths, summary writers and operative config."""
+
+  def __init__(self, root_dir: str):
+    self.root_dir = os.path.abspath(os.path.expanduser(root_dir))
+    self.train_writer = tf.summary.create_file_writer(
+        self.path(TRAIN_DIR), flush_millis=_FLUSH_MILLIS)
+    self.eval_writer = tf.summary.create_file_writer(
+        self.path(EVAL_DIR), flush_millis=_FLUSH_MILLIS)
+
+  def path(self, *parts: str) -> str:
+    return os.path.join(self.root_dir, *parts)
+
+  def write_operative_config(self, step) -> None:
+    """Writes gin's operative config to the file and to TensorBoard.
+
+    Gin records only configurables that were called, so call this once the
+    environments and the agent exist.
+    """
+    config_str = gin.operative_config_str()
+    files.atomic_write_text(self.path(OPERATIVE_CONFIG), config_str)
+    summaries.operative_config(self.train_writer, config_str, step=step)
+
+  def flush(self) -> None:
+    self.train_writer.flush()
+    self.eval_writer.flush()
+
+
+class Checkpointer:
+  """Checkpoints (and policy exports) of a run, numbered by env steps."""
+
+  def __init__(self,
+               run: RunDirectory,
+               env_steps: tf.Variable,
+               policies: Mapping[str, Any],
+               train_step: tf.Variable,
+               max_to_keep: int,
+               **checkpointed):
+    """Creates the checkpoint of `checkpointed` objects.
+
+    Args:
+      run: the run directory.
+      env_steps: the env step counter; numbers the checkpoints.
+      policies: {export name: TF policy} exported at every save.
+      train_step: the agent's train step counter (checkpointed, and stored
+        in the exports).
+      max_to_keep: older checkpoints are deleted.
+      **checkpointed: everything else the checkpoint holds (agent, counters,
+        metrics, ...), by name.
+    """
+    self._run = run
+    self._env_steps = env_steps
+    self._checkpoint = tf.train.Checkpoint(train_step=train_step,
+                                           **checkpointed)
+    self._manager = tf.train.CheckpointManager(
+        self._checkpoint, run.path(CHECKPOINT_DIR), max_to_keep=max_to_keep,
+        checkpoint_name='ckpt')
+    self._savers = {
+        name: policy_saver.PolicySaver(policy, train_step=train_step)
+        for name, policy in policies.items()}
+
+  @property
+  def latest(self) -> Optional[str]:
+    return self._manager.latest_checkpoint
+
+  def restore(self) -> bool:
+    """Restores the latest checkpoint, if any; True if it did.
+
+    Optimizer slots are restored when the optimizer creates them (module
+    doc).
+    """
+    latest = self._manager.latest_checkpoint
+    if latest is None:
+      return False
+    self._checkpoint.restore(latest)
+    logging.info('Resumed from %s at %d env steps.', latest,
+                 int(self._env_steps))
+    return True
+
+  def save(self) -> None:
+    """A checkpoint at the current env step, then the policy exports."""
+    self._manager.save(checkpoint_number=self._env_steps)
+    for name, saver in self._savers.items():
+      with files.atomic_directory(
+          self._run.path(POLICY_DIR, name)) as tmp_dir:
+        saver.save(tmp_dir)
+    logging.info('Checkpoint and policies saved at %d env steps.',
+                 int(self._env_steps))
+
+  def saved_at(self, env_steps: int) -> bool:
+    latest = self._manager.latest_checkpoint
+    return latest is not None and latest.endswith(f'-{env_steps}')
+
+
+def success_rate(episode_returns, threshold: float) -> float:
+  """Fraction of episodes whose return is above `threshold`.
+
+  MiniGrid pays 1 - 0.9 * steps / max_steps > 0 only on reaching the goal,
+  so with threshold 0 this is the fraction of episodes that reached it.
+  """
+  episode_returns = np.asarray(episode_returns, np.float64)
+  if episode_returns.size == 0:
+    raise ValueError('success_rate needs at least one episode.')
+  return float(np.mean(episode_returns > threshold))
+
+
+class Evaluator:
+  """Greedy evaluation: ONE episode in each of `num_episodes` envs.
+
+  One env per episode (rather than counting the finished episodes of a
+  few envs) avoids a bias toward short episodes. The evaluator owns the
+  policy state: every evaluation starts from the policy's initial state
+  and carries it between steps, so recurrent policies evaluate correctly.
+  """
+
+  def __init__(self,
+               policy,
+               env_loader: Callable[..., Any],
+               num_episodes: int,
+               seed: int,
+               writer: Optional[tf.summary.SummaryWriter] = None,
+               success_threshold: Optional[float] = None):
+    """Creates the eval envs (seeds `seed + EVAL_SEED_OFFSET + i`).
+
+    Args:
+      policy: a TF policy (e.g. `agent.policy`).
+      env_loader: `env_loader(seed=...)` -> PyEnvironment.
+      num_episodes: episodes per evaluation, one per env.
+      seed: the run's seed.
+      writer: if set, `Metrics/*` of every evaluation go there.
+      success_threshold: if set, also 'SuccessRate' (`success_rate`).
+    """
+    self._policy = policy
+    self._environment = tf_py_environment.TFPyEnvironment(
+        batched.make_batched_env(env_loader, num_episodes,
+                                 seed + EVAL_SEED_OFFSET))
+    self._action = common.function(policy.action)
+    self._writer = writer
+    self._success_threshold = success_threshold
+
+  @property
+  def num_episodes(self) -> int:
+    return self._environment.batch_size
+
+  def run_episodes(self) -> Dict[str, float]:
+    """{'AverageReturn', 'AverageEpisodeLength'} (+ 'SuccessRate')."""
+    environment = self._environment
+    num_episodes = environment.batch_size
+    returns = np.zeros(num_episodes, np.float64)
+    lengths = np.zeros(num_episodes, np.int64)
+    done = np.zeros(num_episodes, bool)
+    time_step = environment.reset()
+    policy_state = self._policy.get_initial_state(num_episodes)
+    while not done.all():
+      action_step = self._action(time_step, policy_state)
+      policy_state = action_step.state
+      time_step = environment.step(action_step.action)
+      active = ~done
+      returns[active] += time_step.reward.numpy()[active]
+      lengths[active] += 1
+      done |= time_step.is_last().numpy()
+    results = {'AverageReturn': float(returns.mean()),
+               'AverageEpisodeLength': float(lengths.mean())}
+    if self._success_threshold is not None:
+      results['SuccessRate'] = success_rate(returns, self._success_threshold)
+    return results
+
+  def __call__(self, env_steps: int) -> Dict[str, float]:
+    """Evaluates, writes `eval/Metrics/*` at `env_steps`, logs a line.
+
+    Returns:
+      The results plus 'EnvironmentSteps'.
+    """
+    results = self.run_episodes()
+    if self._writer is not None:
+      with self._writer.as_default():
+        summaries.scalars(summaries.METRICS, results, step=env_steps)
+      self._writer.flush()
+    logging.info(
+        'Eval at %d env steps: average return %.2f, episode length %.1f%s '
+        'over %d episodes.', env_steps, results['AverageReturn'],
+        results['AverageEpisodeLength'],
+        (f', success rate {results["SuccessRate"]:.2f}'
+         if 'SuccessRate' in results else ''), self.num_episodes)
+    return dict(results, EnvironmentSteps=env_steps)
+
+  def close(self) -> None:
+    self._environment.close()
+
+
+class ProgressLog:
+  """The progress line, every `interval` env steps.
+
+    env steps 40960/100000 (41%) | 1210 env steps/s | <fields> | ETA 0:00:48
+
+  The rate is that of the interval since the previous line.
+  """
+
+  def __init__(self, num_env_steps: int, interval: int, start_steps: int):
+    self._num_env_steps = num_env_steps
+    self._interval = interval
+    self._time = time.time()
+    self._steps = start_steps
+
+  def due(self, previous_steps: int, current_steps: int) -> bool:
+    return (crossed(previous_steps, current_steps, self._interval) or
+            current_steps >= self._num_env_steps)
+
+  def log(self, current_steps: int, fields: Mapping[str, str]) -> None:
+    """Logs the line; `fields` are {label: formatted value}."""
+    now = time.time()
+    rate = (current_steps - self._steps) / max(now - self._time, 1e-9)
+    remaining = max(self._num_env_steps - current_steps, 0)
+    parts = [f'env steps {current_steps}/{self._num_env_steps} '
+             f'({100.0 * current_steps / self._num_env_steps:.0f}%)',
+             f'{rate:.0f} env steps/s']
+    parts += [f'{label} {value}' for label, value in fields.items()]
+    parts.append(f'ETA {format_duration(remaining / max(rate, 1e-9))}')
+    logging.info('%s', ' | '.join(parts))
+    self._time, self._steps = now, current_steps
+
+
+def finish(evaluator: Evaluator,
+           checkpointer: Checkpointer,
+           run: RunDirectory,
+           env_steps: int,
+           last_eval: Optional[Dict[str, float]]) -> Dict[str, float]:
+  """The end of a run: an eval and a checkpoint at its last env step.
+
+  Either is skipped if the loop already did it at this step.
+
+  Returns:
+    The final evaluation.
+  """
+  if last_eval is None or last_eval['EnvironmentSteps'] != env_steps:
+    last_eval = evaluator(env_steps)
+  if not checkpointer.saved_at(env_steps):
+    checkpointer.save()
+  run.flush()
+  evaluator.close()
+  return last_eval
