@@ -23,8 +23,8 @@ everything else is identical. --gin_bindings adds bindings to every run
 (trials of other settings: give them their own --output_dir; the report
 names them). The README's earlier results (32 sequences per learner step,
 4 samples per insert) are reproduced with
-`--gin_bindings='r2d2.train_eval.batch_size = 32'
---gin_bindings='r2d2.train_eval.samples_per_insert = 4.0'`.
+`--gin_bindings='r2d2.Settings.batch_size = 32'
+--gin_bindings='r2d2.Settings.samples_per_insert = 4.0'`.
 """
 
 import os
@@ -41,9 +41,9 @@ VARIANT_BINDINGS = {
     'r2d2': [],
     'feed_forward': ['r2d2.r2d2_agent_fn.lstm_size = None'],
     # Same agent, actors as 4 threads of the learner's process, one env each.
-    'threads': ['r2d2.train_eval.num_actors = 4',
-                'r2d2.train_eval.envs_per_actor = 1',
-                "r2d2.train_eval.actor_mode = 'thread'"],
+    'threads': ['r2d2.Settings.num_actors = 4',
+                'r2d2.Settings.envs_per_actor = 1',
+                "r2d2.Settings.actor_mode = 'thread'"],
 }
 
 _OUTPUT_DIR = flags.DEFINE_string('output_dir', 'runs/r2d2_benchmark',

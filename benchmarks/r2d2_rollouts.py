@@ -56,13 +56,13 @@ def _restore(run_dir, checkpoint_name, with_optimizer=False):
   """(agent, env) of the run, weights (and Adam's slots) from the checkpoint."""
   gin.parse_config_file(os.path.join(run_dir, run_kit.OPERATIVE_CONFIG),
                         skip_unknown=True)
-  env_loader = gin.query_parameter('r2d2.train_eval.env_loader')
-  seed = gin.query_parameter('r2d2.train_eval.seed')
+  env_loader = gin.query_parameter('r2d2.Settings.env_loader')
+  seed = gin.query_parameter('r2d2.Settings.seed')
   if isinstance(seed, gin.config.ConfigurableReference):  # %SEED
     seed = seed.scoped_configurable_fn()
   env = env_loader.scoped_configurable_fn(
       seed=seed + run_kit.EVAL_SEED_OFFSET)
-  agent_fn = gin.query_parameter('r2d2.train_eval.agent_fn')
+  agent_fn = gin.query_parameter('r2d2.Settings.agent_fn')
   agent = agent_fn.scoped_configurable_fn(
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
       action_spec=tensor_spec.from_spec(env.action_spec()),

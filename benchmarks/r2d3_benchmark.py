@@ -37,10 +37,10 @@ then says that the shipped config was not used. Smoke test (~3 minutes):
   python benchmarks/r2d3_benchmark.py --output_dir=runs/r2d3_smoke \
       --seeds=0 --variants=r2d3,r2d2,rho_1_16 --num_env_steps=3000 \
       --num_demo_episodes=3 \
-      --gin_bindings='r2d2.train_eval.eval_interval = 1500' \
-      --gin_bindings='r2d2.train_eval.num_eval_episodes = 2' \
-      --gin_bindings='r2d2.train_eval.min_size_to_sample = 50' \
-      --r2d3_gin_bindings='r2d3.Demonstrations.pretrain_steps = 20'
+      --gin_bindings='r2d2.Settings.eval_interval = 1500' \
+      --gin_bindings='r2d2.Settings.num_eval_episodes = 2' \
+      --gin_bindings='r2d2.Settings.min_size_to_sample = 50' \
+      --r2d3_gin_bindings='r2d3.DemonstrationReplay.pretrain_steps = 20'
 """
 
 import os
@@ -70,7 +70,7 @@ DEMO_BINDINGS = [
     'demonstrations.scripted_expert.expert = @experts.doorkey_expert',
     f'demonstrations.collect.seed = {DEMO_SEED}',
 ]
-RHO = 'r2d3.Demonstrations.demo_ratio'
+RHO = 'r2d3.DemonstrationReplay.demo_ratio'
 # variant -> (gin file, extra bindings, uses demonstrations, ablation).
 VARIANTS = {
     'r2d3': (R2D3_GIN, [], True, False),
@@ -104,7 +104,7 @@ _EXTRA_BINDINGS = flags.DEFINE_multi_string(
 _EXTRA_R2D3_BINDINGS = flags.DEFINE_multi_string(
     'r2d3_gin_bindings', [], 'Extra bindings for the variants with '
     'demonstrations only (the twin does not know r2d3.* names), e.g. '
-    "'r2d3.Demonstrations.pretrain_steps = 20'.")
+    "'r2d3.DemonstrationReplay.pretrain_steps = 20'.")
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False,
                                  'Only read existing runs.')
 
@@ -159,7 +159,7 @@ def run(variant, seed, run_dir, demo_path):
   bindings = [f'SEED={seed}', f'NUM_ENV_STEPS={_NUM_ENV_STEPS.value}'] + (
       bindings + _EXTRA_BINDINGS.value)
   if uses_demos:
-    bindings += [f"r2d3.Demonstrations.path = '{demo_path}'"] + (
+    bindings += [f"r2d3.DemonstrationReplay.path = '{demo_path}'"] + (
         _EXTRA_R2D3_BINDINGS.value)
   seconds, _ = common.run_logged(
       common.train_eval_command(run_dir, gin_file, bindings), run_dir + '.log')

@@ -62,8 +62,8 @@ def _bindings(path):
 def is_r2d3_binding(key):
   """Bindings an R2D3 file may have that its R2D2 twin lacks."""
   _, selector, name = key
-  if selector == 'r2d2.train_eval':
-    return name in ('demonstrations', 'agent_fn')
+  if selector == 'r2d2.Settings':
+    return name in ('replay', 'agent_fn')
   return selector.startswith('r2d3.')
 
 
@@ -155,6 +155,8 @@ class GinFilesTest(parameterized.TestCase):
   def test_r2d2_twin_differs_only_in_r2d3_bindings(self, r2d3_path):
     r2d3_path = os.path.join(REPO_ROOT, r2d3_path)
     r2d2_path = os.path.join(REPO_ROOT, R2D3_TWINS[_relative(r2d3_path)])
+    with open(r2d3_path) as f:
+      self.assertIn(f"\ninclude '{_relative(r2d2_path)}'\n", f.read())
     differing = differing_bindings(r2d3_path, r2d2_path)
     not_r2d3 = [key for key in differing if not is_r2d3_binding(key)]
     self.assertEmpty(not_r2d3,
@@ -162,12 +164,12 @@ class GinFilesTest(parameterized.TestCase):
                      f'non-R2D3 bindings: {not_r2d3}')
     # The switches: agent factory and demonstrations.
     r2d3_bindings, r2d2_bindings = _bindings(r2d3_path), _bindings(r2d2_path)
-    agent_fn = ('', 'r2d2.train_eval', 'agent_fn')
+    agent_fn = ('', 'r2d2.Settings', 'agent_fn')
     self.assertEqual(r2d3_bindings[agent_fn], '@r2d3.r2d3_agent_fn')
     self.assertEqual(r2d2_bindings[agent_fn], '@r2d2.r2d2_agent_fn')
-    demos = ('', 'r2d2.train_eval', 'demonstrations')
-    self.assertEqual(r2d3_bindings[demos], '@r2d3.Demonstrations()')
-    self.assertNotIn(demos, r2d2_bindings)
+    replay = ('', 'r2d2.Settings', 'replay')
+    self.assertEqual(r2d3_bindings[replay], '@r2d3.DemonstrationReplay()')
+    self.assertNotIn(replay, r2d2_bindings)
     self.assertFalse(any(key[1].startswith('r2d3.') for key in r2d2_bindings))
 
   def test_r2d3_twin_check_catches_a_shared_difference(self):
@@ -176,15 +178,14 @@ class GinFilesTest(parameterized.TestCase):
     temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
     self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
     changed = os.path.join(temp_dir, 'changed.gin')
+    # An R2D3 line that overrides a shared R2D2 value after the include.
     with open(r2d3_path) as source, open(changed, 'w') as target:
-      text = source.read()
-      self.assertIn('r2d2.r2d2_agent_fn.lstm_size = 64', text)
-      target.write(text.replace('r2d2.r2d2_agent_fn.lstm_size = 64',
-                                'r2d2.r2d2_agent_fn.lstm_size = 32'))
+      target.write(source.read() + 'r2d2.r2d2_agent_fn.lstm_size = 32\n')
+    gin.add_config_file_search_path(REPO_ROOT)  # for the include
     differing = differing_bindings(r2d3_path, changed)
     self.assertEqual(differing, [('', 'r2d2.r2d2_agent_fn', 'lstm_size')])
     self.assertFalse(is_r2d3_binding(differing[0]))
-    self.assertTrue(is_r2d3_binding(('', 'r2d3.Demonstrations', 'path')))
+    self.assertTrue(is_r2d3_binding(('', 'r2d3.DemonstrationReplay', 'path')))
 
   @parameterized.named_parameters(
       (_relative(path).replace('/', '_').replace('.', '_'), path)
@@ -196,16 +197,13 @@ class GinFilesTest(parameterized.TestCase):
     self.assertEqual(gin.query_parameter('%NUM_ENV_STEPS'), 1234)
     self.assertEqual(gin.query_parameter('%SEED'), 7)
 
-    experiment = gin.query_parameter('run_experiment.experiment')
     # A macro reference prints as %NAME.
-    self.assertEqual(
-        repr(gin.query_parameter(f'{experiment.selector}.num_env_steps')),
-        '%NUM_ENV_STEPS')
-    self.assertEqual(
-        repr(gin.query_parameter(f'{experiment.selector}.seed')), '%SEED')
+    self.assertEqual(repr(runner.experiment_setting('num_env_steps')),
+                     '%NUM_ENV_STEPS')
+    self.assertEqual(repr(runner.experiment_setting('seed')), '%SEED')
 
-    env_loader = runner.experiment_reference('env_loader').scoped_configurable_fn
-    agent_fn = runner.experiment_reference('agent_fn').scoped_configurable_fn
+    env_loader = runner.experiment_setting('env_loader').scoped_configurable_fn
+    agent_fn = runner.experiment_setting('agent_fn').scoped_configurable_fn
     env = tf_py_environment.TFPyEnvironment(env_loader(seed=0))
     try:
       agent = agent_fn(

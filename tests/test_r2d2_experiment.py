@@ -38,28 +38,28 @@ import tfa_explore.testing.fake_envs
 NUM_ENV_STEPS = 120
 SEED = 0
 run_experiment.experiment = @r2d2.train_eval
-r2d2.train_eval.env_loader = @suite_gymnasium.load
+r2d2.Settings.env_loader = @suite_gymnasium.load
 suite_gymnasium.load.env_id = 'tfa_explore_testing/Counting-v0'
 suite_gymnasium.load.gym_kwargs = {'episode_length': 6}
-r2d2.train_eval.agent_fn = @r2d2.r2d2_agent_fn
-r2d2.train_eval.num_env_steps = %NUM_ENV_STEPS
-r2d2.train_eval.seed = %SEED
-r2d2.train_eval.num_actors = 2
-r2d2.train_eval.batch_size = 4
-r2d2.train_eval.replay_capacity = 1000
-r2d2.train_eval.samples_per_insert = 2.0
-r2d2.train_eval.min_size_to_sample = 4
-r2d2.train_eval.priority_exponent = 0.9
-r2d2.train_eval.eval_interval = 1000000
-r2d2.train_eval.num_eval_episodes = 2
-r2d2.train_eval.checkpoint_interval = 1000000
-r2d2.train_eval.log_interval = 40
-r2d2.train_eval.summary_interval = 2
-r2d2.train_eval.train_steps_per_iteration = 2
-r2d2.train_eval.variable_push_period = 2
-r2d2.train_eval.actor_update_period = 12
-r2d2.train_eval.sample_timeout_seconds = 5.0
-r2d2.train_eval.shutdown_timeout_seconds = 20.0
+r2d2.Settings.agent_fn = @r2d2.r2d2_agent_fn
+r2d2.Settings.num_env_steps = %NUM_ENV_STEPS
+r2d2.Settings.seed = %SEED
+r2d2.Settings.num_actors = 2
+r2d2.Settings.batch_size = 4
+r2d2.Settings.replay_capacity = 1000
+r2d2.Settings.samples_per_insert = 2.0
+r2d2.Settings.min_size_to_sample = 4
+r2d2.Settings.priority_exponent = 0.9
+r2d2.Settings.eval_interval = 1000000
+r2d2.Settings.num_eval_episodes = 2
+r2d2.Settings.checkpoint_interval = 1000000
+r2d2.Settings.log_interval = 40
+r2d2.Settings.summary_interval = 2
+r2d2.Settings.train_steps_per_iteration = 2
+r2d2.Settings.variable_push_period = 2
+r2d2.Settings.actor_update_period = 12
+r2d2.Settings.sample_timeout_seconds = 5.0
+r2d2.Settings.shutdown_timeout_seconds = 20.0
 r2d2.r2d2_agent_fn.sequence_config = @r2d2/SequenceConfig()
 r2d2/SequenceConfig.burn_in_steps = 2
 r2d2/SequenceConfig.trace_length = 4
@@ -103,7 +103,7 @@ class _TestCase(tf.test.TestCase):
 
   def settings(self, *bindings):
     runner.parse_gin([self.gin_file], list(bindings))
-    return r2d2.train_eval(root_dir=None, job=lambda settings: settings)
+    return r2d2.Settings()
 
 
 class SingleMachineTest(_TestCase):
@@ -190,7 +190,7 @@ class SingleMachineTest(_TestCase):
     root_dir = os.path.join(self.get_temp_dir(), 'ff')
     runner.parse_gin([self.gin_file],
                      ['r2d2.r2d2_agent_fn.lstm_size = None',
-                      "r2d2.train_eval.actor_mode = 'thread'"])
+                      "r2d2.Settings.actor_mode = 'thread'"])
     result = r2d2.train_eval(root_dir=root_dir)
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
 
@@ -198,8 +198,8 @@ class SingleMachineTest(_TestCase):
   def test_batched_actors_report_every_epsilon_slot(self):
     root_dir = os.path.join(self.get_temp_dir(), 'batched')
     runner.parse_gin([self.gin_file],
-                     ['r2d2.train_eval.envs_per_actor = 3',
-                      'r2d2.train_eval.summary_interval = 1'])
+                     ['r2d2.Settings.envs_per_actor = 3',
+                      'r2d2.Settings.summary_interval = 1'])
     result = r2d2.train_eval(root_dir=root_dir)
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
     train = read_events(os.path.join(root_dir, 'train'))
@@ -230,8 +230,8 @@ class OrphanedActorTest(absltest.TestCase):
     # watchdog `_actor_process_main` installs, sleeping as a blocked actor.
     child_code = (
         'import os, time\n'
-        'from tfa_explore.experiments import r2d2\n'
-        'r2d2._exit_when_orphaned(os.getppid(), poll_seconds=0.1)\n'
+        'from tfa_explore.experiments.r2d2 import launcher\n'
+        'launcher.exit_when_orphaned(os.getppid(), poll_seconds=0.1)\n'
         'print("ready", flush=True)\n'
         'time.sleep(120)\n')
     parent_code = (
@@ -358,7 +358,7 @@ class ThreeProcessTest(_TestCase):
         [sys.executable, os.path.join(REPO_ROOT, 'train', 'learner.py'),
          '--replay_server=127.0.0.1:1', f'--root_dir={self.get_temp_dir()}',
          f'--gin_file={self.gin_file}',
-         '--gin_bindings=r2d2.train_eval.no_such_parameter = 1'],
+         '--gin_bindings=r2d2.Settings.no_such_parameter = 1'],
         capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
         check=False)
     self.assertEqual(result.returncode, 2, result.stderr[-2000:])

@@ -34,20 +34,20 @@ from tfa_explore.testing import fake_envs
 R2D3_BINDINGS = """
 import tfa_explore.experiments.r2d3
 
-r2d2.train_eval.agent_fn = @r2d3.r2d3_agent_fn
+r2d2.Settings.agent_fn = @r2d3.r2d3_agent_fn
 r2d3.r2d3_agent_fn.margin = 0.8
 r2d3.r2d3_agent_fn.ntd_loss_weight = 1.0
 r2d3.r2d3_agent_fn.td1_loss_weight = 1.0
 r2d3.r2d3_agent_fn.margin_loss_weight = 1.0
 r2d3.r2d3_agent_fn.l2_loss_weight = 1e-5
-r2d2.train_eval.demonstrations = @r2d3.Demonstrations()
-r2d3.Demonstrations.path = '{path}'
-r2d3.Demonstrations.demo_ratio = 0.5
-r2d3.Demonstrations.pretrain_steps = 5
-r2d3.Demonstrations.table_capacity = 100
-r2d2.train_eval.eval_success_threshold = 0.0
-r2d2.train_eval.summary_interval = 1
-r2d2.train_eval.batch_size = 8
+r2d2.Settings.replay = @r2d3.DemonstrationReplay()
+r2d3.DemonstrationReplay.path = '{path}'
+r2d3.DemonstrationReplay.demo_ratio = 0.5
+r2d3.DemonstrationReplay.pretrain_steps = 5
+r2d3.DemonstrationReplay.table_capacity = 100
+r2d2.Settings.eval_success_threshold = 0.0
+r2d2.Settings.summary_interval = 1
+r2d2.Settings.batch_size = 8
 """
 
 NUM_DEMO_EPISODES = 4
@@ -80,11 +80,10 @@ class _TestCase(r2d2_test._TestCase):  # pylint: disable=protected-access
   def r2d3_settings(self, *bindings):
     gin.clear_config()
     runner.parse_gin([self.r2d3_gin_file], list(bindings))
-    return r2d2.train_eval(root_dir=None, job=lambda settings: settings)
+    return r2d2.Settings()
 
   def expected_demo_sequences(self, settings):
-    env, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
-    env.close()
+    _, agent = r2d2.Builder(settings).make_agent()
     return demonstrations.count_sequences(self.demo_episodes, agent)
 
 
@@ -179,14 +178,13 @@ class SingleMachineTest(_TestCase):
   def test_r2d2_without_demonstrations_is_unchanged(self):
     # The twin's server has R2D2's three tables only.
     runner.parse_gin([self.gin_file], [])
-    settings = r2d2.train_eval(root_dir=None, job=lambda s: s)
-    self.assertIsNone(settings.demonstrations)
+    settings = r2d2.Settings()
+    self.assertIsInstance(settings.replay, r2d2.AgentReplay)
     self.assertIsNone(settings.eval_success_threshold)
-    env, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
-    env.close()
+    _, agent = r2d2.Builder(settings).make_agent()
     self.assertEqual(
-        [table.name for table in r2d2.make_tables(settings, agent)],
-        [r2d2.REPLAY_TABLE, r2d2.VARIABLES_TABLE, r2d2.PROGRESS_TABLE])
+        [table.name for table in r2d2.Builder(settings).make_tables(agent)],
+        [r2d2.AGENT_TABLE, r2d2.VARIABLES_TABLE, r2d2.PROGRESS_TABLE])
 
 
 class SuccessRateTest(absltest.TestCase):
@@ -227,8 +225,8 @@ class InProcessServerTest(_TestCase):
 
   def test_learner_and_actors_against_a_server_with_a_demo_table(self):
     settings = self.r2d3_settings(
-        'r2d3.Demonstrations.pretrain_steps = 0',
-        'r2d2.train_eval.num_actors = 1')
+        'r2d3.DemonstrationReplay.pretrain_steps = 0',
+        'r2d2.Settings.num_actors = 1')
     address, client = self.start_server(settings)
     demo_table = r2d3.DEMO_TABLE
     self.assertIn(demo_table, client.server_info())
@@ -247,15 +245,15 @@ class InProcessServerTest(_TestCase):
 
     # A restarted learner (new root_dir, same server) finds the table full
     # and writes nothing.
-    _, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
-    self.assertEqual(settings.demonstrations.fill_table(client, agent), 0)
+    _, agent = r2d2.Builder(settings).make_agent()
+    self.assertEqual(settings.replay.fill_table(client, agent), 0)
     self.assertEqual(client.server_info()[demo_table].current_size, expected)
     # A partly filled table (learner crash while filling) is refilled.
     client.reset(demo_table)
     written = demonstrations.write_to_table(self.demo_episodes[:1], client,
                                             demo_table, agent)
     self.assertLess(written, expected)
-    self.assertEqual(settings.demonstrations.fill_table(client, agent),
+    self.assertEqual(settings.replay.fill_table(client, agent),
                      expected)
     self.assertEqual(client.server_info()[demo_table].current_size, expected)
 
@@ -264,11 +262,11 @@ class InProcessServerTest(_TestCase):
     # every actor episode is a success; the learner seeds the table with
     # the demonstrations first.
     settings = self.r2d3_settings(
-        'r2d3.Demonstrations.pretrain_steps = 0',
-        'r2d3.Demonstrations.success_min_return = 21.0',
-        'r2d3.Demonstrations.success_ratio = 0.5',
-        'r2d3.Demonstrations.success_table_capacity = 1000',
-        'r2d2.train_eval.num_actors = 1')
+        'r2d3.DemonstrationReplay.pretrain_steps = 0',
+        'r2d3.DemonstrationReplay.success_min_return = 21.0',
+        'r2d3.DemonstrationReplay.success_ratio = 0.5',
+        'r2d3.DemonstrationReplay.success_table_capacity = 1000',
+        'r2d2.Settings.num_actors = 1')
     address, client = self.start_server(settings)
     success_table = r2d3.SUCCESS_TABLE
     self.assertEqual(client.server_info()[success_table].current_size, 0)
@@ -289,9 +287,9 @@ class InProcessServerTest(_TestCase):
 
     # A threshold no episode reaches copies nothing beyond the seed.
     settings = self.r2d3_settings(
-        'r2d3.Demonstrations.pretrain_steps = 0',
-        'r2d3.Demonstrations.success_min_return = 22.0',
-        'r2d2.train_eval.num_actors = 1')
+        'r2d3.DemonstrationReplay.pretrain_steps = 0',
+        'r2d3.DemonstrationReplay.success_min_return = 22.0',
+        'r2d2.Settings.num_actors = 1')
     address, client = self.start_server(settings)
     self.train_with_one_actor(settings, address, 'learner2')
     info = client.server_info()[success_table]
@@ -304,22 +302,22 @@ class InProcessServerTest(_TestCase):
     # table's SampleToInsertRatio admits about min_size_to_sample + slack
     # inserts without samples (then writes block) and, at 50 samples per
     # insert, enough samples for this test.
-    settings = self.r2d3_settings('r2d2.train_eval.samples_per_insert = 50.0')
+    settings = self.r2d3_settings('r2d2.Settings.samples_per_insert = 50.0')
     server = r2d2.make_replay_server(settings)
     self.addCleanup(server.stop)
     address = f'localhost:{server.port}'
     client = reverb.Client(address)
-    _, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
-    settings.demonstrations.fill_table(client, agent)
+    _, agent = r2d2.Builder(settings).make_agent()
+    settings.replay.fill_table(client, agent)
     agent_episodes = demonstrations.record_episodes(
         fake_envs.load_counting(seed=0, episode_length=3),
         support.ActionSequenceSource([0]), 5)
     self.assertBetween(
         demonstrations.count_sequences(agent_episodes, agent),
         settings.min_size_to_sample, settings.min_size_to_sample + 2)
-    demonstrations.write_to_table(agent_episodes, client, r2d2.REPLAY_TABLE,
+    demonstrations.write_to_table(agent_episodes, client, r2d2.AGENT_TABLE,
                                   agent)
-    dataset = settings.demonstrations.dataset(
+    dataset = settings.replay.dataset(
         address, agent, batch_size=8, seed=0, rate_limiter_timeout_ms=5000)
     flags = []
     for experience, _ in dataset.take(5):
@@ -342,16 +340,16 @@ class ErrorsTest(_TestCase):
   def test_missing_demo_file_names_the_parameter_and_file(self):
     missing = os.path.join(self.get_temp_dir(), 'nope.demo')
     self.assert_config_error(
-        f"r2d3.Demonstrations.path = '{missing}': no such file",
-        f"r2d3.Demonstrations.path = '{missing}'")
+        f"r2d3.DemonstrationReplay.path = '{missing}': no such file",
+        f"r2d3.DemonstrationReplay.path = '{missing}'")
 
   def test_spec_mismatch_names_the_parameter_and_field(self):
     other = os.path.join(self.get_temp_dir(), 'three_actions.demo')
     write_demo_file(other, num_actions=3)
     self.assert_config_error(
-        "r2d3.Demonstrations.path = .*three_actions.demo.*'action' has "
+        "r2d3.DemonstrationReplay.path = .*three_actions.demo.*'action' has "
         'maximum 2 in the file but the agent needs 1',
-        f"r2d3.Demonstrations.path = '{other}'")
+        f"r2d3.DemonstrationReplay.path = '{other}'")
 
   def test_other_env_id_is_named(self):
     other = os.path.join(self.get_temp_dir(), 'other_env.demo')
@@ -359,7 +357,7 @@ class ErrorsTest(_TestCase):
     self.assert_config_error(
         "recorded in 'SomethingElse-v0' but the agent acts in "
         "'tfa_explore_testing/Counting-v0'",
-        f"r2d3.Demonstrations.path = '{other}'")
+        f"r2d3.DemonstrationReplay.path = '{other}'")
 
   def test_bad_demo_path_exits_train_eval_with_code_2(self):
     result = subprocess.run(
@@ -367,41 +365,41 @@ class ErrorsTest(_TestCase):
          os.path.join(r2d2_test.REPO_ROOT, 'train', 'train_eval.py'),
          f'--root_dir={self.get_temp_dir()}/cli',
          f'--gin_file={self.r2d3_gin_file}',
-         "--gin_bindings=r2d3.Demonstrations.path = 'missing.demo'"],
+         "--gin_bindings=r2d3.DemonstrationReplay.path = 'missing.demo'"],
         capture_output=True, text=True, timeout=120,
         cwd=r2d2_test.REPO_ROOT, check=False)
     self.assertEqual(result.returncode, 2, result.stderr[-2000:])
-    self.assertIn("r2d3.Demonstrations.path = 'missing.demo': no such file",
+    self.assertIn("r2d3.DemonstrationReplay.path = 'missing.demo': no such file",
                   result.stderr)
 
   def test_table_too_small_names_table_capacity(self):
-    settings = self.r2d3_settings('r2d3.Demonstrations.table_capacity = 2')
+    settings = self.r2d3_settings('r2d3.DemonstrationReplay.table_capacity = 2')
     server = r2d2.make_replay_server(settings)
     self.addCleanup(server.stop)
-    _, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
+    _, agent = r2d2.Builder(settings).make_agent()
     with self.assertRaisesRegex(runner.ConfigError,
                                 'table_capacity = 2; raise it to at least'):
-      settings.demonstrations.fill_table(
+      settings.replay.fill_table(
           reverb.Client(f'localhost:{server.port}'), agent)
 
   def test_success_table_too_small_names_its_capacity(self):
     settings = self.r2d3_settings(
-        'r2d3.Demonstrations.success_min_return = 1.0',
-        'r2d3.Demonstrations.success_table_capacity = 2')
+        'r2d3.DemonstrationReplay.success_min_return = 1.0',
+        'r2d3.DemonstrationReplay.success_table_capacity = 2')
     server = r2d2.make_replay_server(settings)
     self.addCleanup(server.stop)
-    _, agent = r2d2._make_agent(settings)  # pylint: disable=protected-access
+    _, agent = r2d2.Builder(settings).make_agent()
     with self.assertRaisesRegex(
         runner.ConfigError,
         'success_table_capacity = 2; raise it to at least'):
-      settings.demonstrations.fill_table(
+      settings.replay.fill_table(
           reverb.Client(f'localhost:{server.port}'), agent)
 
   def test_learner_refuses_a_server_without_the_success_table(self):
     server = r2d2.make_replay_server(self.r2d3_settings())
     self.addCleanup(server.stop)
     settings = self.r2d3_settings(
-        'r2d3.Demonstrations.success_min_return = 1.0')
+        'r2d3.DemonstrationReplay.success_min_return = 1.0')
     with self.assertRaisesRegex(ValueError,
                                 "no table 'r2d3_agent_successes'.*same gin"):
       r2d2.run_learner(settings, f'localhost:{server.port}',
@@ -409,7 +407,7 @@ class ErrorsTest(_TestCase):
 
   def test_demonstrations_need_an_r2d3_agent(self):
     settings = self.r2d3_settings(
-        'r2d2.train_eval.agent_fn = @r2d2.r2d2_agent_fn')
+        'r2d2.Settings.agent_fn = @r2d2.r2d2_agent_fn')
     server = r2d2.make_replay_server(settings)
     self.addCleanup(server.stop)
     with self.assertRaisesRegex(runner.ConfigError, 'needs an R2D3Agent'):
@@ -419,7 +417,7 @@ class ErrorsTest(_TestCase):
   def test_learner_refuses_a_server_without_the_demo_table(self):
     runner.parse_gin([self.gin_file], [])
     r2d2_server = r2d2.make_replay_server(
-        r2d2.train_eval(root_dir=None, job=lambda s: s))
+        r2d2.Settings())
     self.addCleanup(r2d2_server.stop)
     settings = self.r2d3_settings()
     with self.assertRaisesRegex(ValueError,
@@ -435,7 +433,7 @@ class ErrorsTest(_TestCase):
                            ('success_table_capacity = 0',
                             'success_table_capacity')):
       with self.subTest(binding), self.assertRaisesRegex(ValueError, regex):
-        self.r2d3_settings(f'r2d3.Demonstrations.{binding}')
+        self.r2d3_settings(f'r2d3.DemonstrationReplay.{binding}')
 
 
 class ThreeProcessTest(r2d2_test.ThreeProcessTest):

@@ -3,8 +3,8 @@ r"""One R2D2 actor of a multi-machine run.
   python train/actor.py --task=0 --replay_server=HOST:PORT \
       --root_dir=runs/r2d2_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin
 
-Actor `task` of `r2d2.train_eval.num_actors` steps
-`r2d2.train_eval.envs_per_actor` (E) envs; env k explores with epsilon
+Actor `task` of `r2d2.Settings.num_actors` steps
+`r2d2.Settings.envs_per_actor` (E) envs; env k explores with epsilon
 0.4^(1 + 7 j / (N - 1)), j = task * E + k, N = num_actors * E. It writes
 sequences to the replay server, reads
 the learner's weights from it, and stops when the learner has finished.

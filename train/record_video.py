@@ -49,7 +49,7 @@ def load_env_loader(root_dir: str):
   # skip_unknown: the operative config also lists TF-Agents internals that
   # need not be registered to rebuild the env.
   gin.parse_config_file(config_path, skip_unknown=True)
-  return runner.experiment_reference('env_loader').scoped_configurable_fn
+  return runner.experiment_setting('env_loader').scoped_configurable_fn
 
 
 def record(root_dir: str, output: str, num_episodes: int, policy_name: str,

@@ -1,18 +1,18 @@
-"""R2D3 experiments: the R2D2 experiment plus a demonstration table.
+"""R2D3: the R2D2 run with a demonstration replay strategy.
 
-R2D3 (Paine et al. 2019) runs on the R2D2 machinery of `experiments.r2d2`
+R2D3 (Paine et al. 2019) runs on the R2D2 family of `experiments.r2d2`
 (replay server, actors, learner, the three multi-machine binaries); a gin
 file turns it on with two bindings:
 
-    r2d2.train_eval.agent_fn = @r2d3.r2d3_agent_fn
-    r2d2.train_eval.demonstrations = @r2d3.Demonstrations()
+    r2d2.Settings.agent_fn = @r2d3.r2d3_agent_fn
+    r2d2.Settings.replay = @r2d3.DemonstrationReplay()
 
-`Demonstrations` is what the R2D2 experiment calls where R2D3 differs:
+`DemonstrationReplay` is R2D2's `AgentReplay` (the agent table) plus:
 
-* server (`r2d2.make_tables`): one more table, `DEMO_TABLE`, prioritized,
+* server (`make_tables`): one more table, `DEMO_TABLE`, prioritized,
   with the agent's sequence signature (`replay.mixed_dataset
   .make_demo_table`);
-* learner, before training (`fill_table`): reads the demonstration file
+* learner, before training (`prepare`): reads the demonstration file
   (`path`, checked against the agent's specs and env id) and, unless the
   table already holds exactly its sequences, writes them with
   `replay.demonstrations.write_to_table` (the actors' sequence cutting:
@@ -54,9 +54,12 @@ from typing import Optional
 from absl import logging
 import gin
 
+import tensorflow as tf
+
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
-from tfa_explore.experiments import r2d2
-from tfa_explore.experiments import runner
+from tfa_explore.experiments import errors
+from tfa_explore.experiments.r2d2 import builder
+from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.replay import demonstrations as demonstrations_lib
 from tfa_explore.replay import mixed_dataset
 from tfa_explore.replay import tables
@@ -66,7 +69,7 @@ REQUIRED = gin.REQUIRED
 DEMO_TABLE = 'r2d3_demonstrations'
 SUCCESS_TABLE = 'r2d3_agent_successes'
 # Where the demonstration file is configured, for error messages.
-PATH_PARAMETER = 'r2d3.Demonstrations.path'
+PATH_PARAMETER = 'r2d3.DemonstrationReplay.path'
 
 
 @gin.configurable(module='r2d3')
@@ -84,7 +87,7 @@ def r2d3_agent_fn(time_step_spec,
   updates, priorities) comes from the `r2d2.r2d2_agent_fn` bindings; the
   arguments here are the DQfD terms, documented on `R2D3Agent`.
   """
-  return r2d2.r2d2_agent_fn(
+  return builder.r2d2_agent_fn(
       time_step_spec=time_step_spec,
       action_spec=action_spec,
       train_step_counter=train_step_counter,
@@ -97,8 +100,8 @@ def r2d3_agent_fn(time_step_spec,
 
 
 @gin.configurable(module='r2d3')
-class Demonstrations:
-  """The demonstration side of an R2D3 run; see the module docstring."""
+class DemonstrationReplay(replay_lib.AgentReplay):
+  """R2D3's replay: agent and demonstration tables; see the module doc."""
 
   def __init__(self,
                path: str = REQUIRED,
@@ -161,7 +164,7 @@ class Demonstrations:
       successes = (f', success_min_return={self.success_min_return}, '
                    f'success_ratio={self.success_ratio}, '
                    f'success_table_capacity={self.success_table_capacity}')
-    return (f'Demonstrations(path={self.path!r}, demo_ratio='
+    return (f'DemonstrationReplay(path={self.path!r}, demo_ratio='
             f'{self.demo_ratio}, pretrain_steps={self.pretrain_steps}, '
             f'table_capacity={self.table_capacity}{successes})')
 
@@ -170,31 +173,35 @@ class Demonstrations:
 
   # --- server ---------------------------------------------------------------
 
-  def make_tables(self, agent, priority_exponent):
-    """The demonstration table (and the success table), from the agent."""
+  def make_tables(self, agent, settings):
+    """The agent table, the demonstration table (and the success table)."""
     capacities = {DEMO_TABLE: self.table_capacity,
                   SUCCESS_TABLE: self.success_table_capacity}
-    return [
+    return super().make_tables(agent, settings) + [
         mixed_dataset.make_demo_table(
             name, capacities[name], agent.collect_data_spec,
             agent.sequence_config.sequence_length,
-            priority_exponent=priority_exponent)
+            priority_exponent=settings.priority_exponent)
         for name in self._demo_tables()]
 
   def check_server(self, server_info, agent):
-    """Raises ValueError unless the server has fitting demo tables."""
+    super().check_server(server_info, agent)
     tables.check_sequence_tables(
         server_info, self._demo_tables(), agent.collect_data_spec,
         agent.sequence_config.sequence_length,
         missing_hint=(
-            'the gin config sets r2d2.train_eval.demonstrations (and '
-            f'success_min_return for {SUCCESS_TABLE!r}); start '
-            'train/replay_server.py with the same gin file.'))
+            'the gin config sets r2d2.Settings.replay = '
+            '@r2d3.DemonstrationReplay() (and success_min_return for '
+            f'{SUCCESS_TABLE!r}); start train/replay_server.py with the same '
+            'gin file.'))
 
-  # --- actors ---------------------------------------------------------------
+  # --- launcher and actors --------------------------------------------------
 
-  def actor_writer_kwargs(self):
-    """Extra `BatchedSequenceWriter` arguments of the actors."""
+  def check_setup(self, time_step_spec, action_spec, env_id):
+    self.check_file(time_step_spec, action_spec, env_id)
+
+  def writer_kwargs(self):
+    """The actors copy successful episodes into `SUCCESS_TABLE`."""
     if not self.uses_successes:
       return {}
     return dict(success_table=SUCCESS_TABLE,
@@ -203,14 +210,14 @@ class Demonstrations:
   # --- the file -------------------------------------------------------------
 
   def _error(self, problem):
-    return runner.ConfigError(
+    return errors.ConfigError(
         f'{PATH_PARAMETER} = {self.path!r}: {problem}')
 
   def check_file(self, time_step_spec, action_spec, env_id=None):
     """Header-only check (cheap): file exists, specs and env id match.
 
     Raises:
-      runner.ConfigError: naming `r2d3.Demonstrations.path`, the file and
+      errors.ConfigError: naming `r2d3.DemonstrationReplay.path`, the file and
         the problem.
     """
     try:
@@ -247,9 +254,18 @@ class Demonstrations:
 
   def check_agent(self, agent):
     if not isinstance(agent, r2d3_agent.R2D3Agent):
-      raise runner.ConfigError(
-          'r2d2.train_eval.demonstrations needs an R2D3Agent (agent_fn = '
-          f'@r2d3.r2d3_agent_fn), got {type(agent).__name__}.')
+      raise errors.ConfigError(
+          'r2d2.Settings.replay = @r2d3.DemonstrationReplay() needs an '
+          'R2D3Agent (r2d2.Settings.agent_fn = @r2d3.r2d3_agent_fn), got '
+          f'{type(agent).__name__}.')
+
+  def learner_state(self):
+    """Pre-training steps done, so that a resume does not repeat them."""
+    return {'pretrain_steps_done': tf.Variable(
+        0, dtype=tf.int64, name='pretrain_steps_done')}
+
+  def prepare(self, client, agent, env_id):
+    self.fill_table(client, agent, env_id)
 
   def fill_table(self, client, agent, env_id=None):
     """Writes the file's sequences unless the table already holds them.
@@ -258,20 +274,20 @@ class Demonstrations:
       Sequences written (0 if the table was already filled).
 
     Raises:
-      runner.ConfigError: bad file (see `check_file`) or a table too small
+      errors.ConfigError: bad file (see `check_file`) or a table too small
         for the file.
     """
     demos = self.read(agent, env_id)
     expected = demonstrations_lib.count_sequences(demos.episodes, agent)
     if expected > self.table_capacity:
-      raise runner.ConfigError(
+      raise errors.ConfigError(
           f'{self.path} has {expected} sequences but the demonstration '
-          f'table holds r2d3.Demonstrations.table_capacity = '
+          f'table holds r2d3.DemonstrationReplay.table_capacity = '
           f'{self.table_capacity}; raise it to at least {expected}.')
     if self.uses_successes and expected > self.success_table_capacity:
-      raise runner.ConfigError(
+      raise errors.ConfigError(
           f'{self.path} has {expected} sequences but the success table '
-          'holds r2d3.Demonstrations.success_table_capacity = '
+          'holds r2d3.DemonstrationReplay.success_table_capacity = '
           f'{self.success_table_capacity}; raise it to at least '
           f'{expected}.')
     server_info = client.server_info()
@@ -305,7 +321,8 @@ class Demonstrations:
               rate_limiter_timeout_ms):
     """The learner's mixed `(MixedSequences, sample_info)` batches."""
     return mixed_dataset.mixed_dataset(
-        server_address, r2d2.REPLAY_TABLE, DEMO_TABLE, agent, batch_size,
+        server_address, replay_lib.AGENT_TABLE, DEMO_TABLE, agent,
+        batch_size,
         demo_ratio=self.demo_ratio, seed=seed,
         rate_limiter_timeout_ms=rate_limiter_timeout_ms,
         success_table=SUCCESS_TABLE if self.uses_successes else None,
@@ -313,18 +330,19 @@ class Demonstrations:
 
   def priority_updater(self, server_address):
     return mixed_dataset.MixedPriorityUpdater(
-        server_address, r2d2.REPLAY_TABLE, self._demo_tables())
+        server_address, replay_lib.AGENT_TABLE, self._demo_tables())
 
-  def replay_summaries(self, client):
-    """`Replay/demo_size`, `Replay/demo_sampled` (cumulative) values.
+  def summaries(self, server_info):
+    """R2D2's values plus `demo_size`, `demo_sampled` (cumulative).
 
     With successes also `success_size`, `success_inserted` (cumulative,
     the demonstrations that seeded the table included).
     """
-    server_info = client.server_info()
+    values = super().summaries(server_info)
     info = server_info[DEMO_TABLE]
-    values = {'demo_size': info.current_size,
-              'demo_sampled': info.rate_limiter_info.sample_stats.completed}
+    values.update({'demo_size': info.current_size,
+                   'demo_sampled':
+                       info.rate_limiter_info.sample_stats.completed})
     if self.uses_successes:
       info = server_info[SUCCESS_TABLE]
       values['success_size'] = info.current_size
@@ -332,18 +350,20 @@ class Demonstrations:
           info.rate_limiter_info.insert_stats.completed)
     return values
 
-  def pretrain(self, agent, server_address, batch_size, steps_done):
-    """Runs the pre-training steps not done yet; counts them in `steps_done`.
+  def pretrain(self, agent, server_address, batch_size, learner_state):
+    """Runs the pre-training steps not done yet and counts them.
 
     Args:
       agent: the `R2D3Agent`.
       server_address: the Reverb server with the filled demo table.
       batch_size: sequences per step.
-      steps_done: int64 `tf.Variable`, checkpointed by the learner.
+      learner_state: `learner_state()`'s variables, checkpointed by the
+        learner.
 
     Returns:
       The last `LossInfo`, or None if nothing was left to do.
     """
+    steps_done = learner_state['pretrain_steps_done']
     remaining = self.pretrain_steps - int(steps_done)
     if remaining <= 0:
       return None

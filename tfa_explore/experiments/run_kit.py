@@ -115,7 +115,7 @@ class Checkpointer:
 
   def __init__(self,
                run: RunDirectory,
-               env_steps: tf.Variable,
+               step_counter: tf.Variable,
                policies: Mapping[str, Any],
                train_step: tf.Variable,
                max_to_keep: int,
@@ -124,7 +124,8 @@ class Checkpointer:
 
     Args:
       run: the run directory.
-      env_steps: the env step counter; numbers the checkpoints.
+      step_counter: the env step counter; numbers the checkpoints (it is
+        not checkpointed unless also named in `checkpointed`).
       policies: {export name: TF policy} exported at every save.
       train_step: the agent's train step counter (checkpointed, and stored
         in the exports).
@@ -133,7 +134,7 @@ class Checkpointer:
         metrics, ...), by name.
     """
     self._run = run
-    self._env_steps = env_steps
+    self._env_steps = step_counter
     self._checkpoint = tf.train.Checkpoint(train_step=train_step,
                                            **checkpointed)
     self._manager = tf.train.CheckpointManager(

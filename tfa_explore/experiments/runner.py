@@ -24,11 +24,10 @@ from tfa_explore.experiments import ppo
 from tfa_explore.experiments import rnd_ppo
 # pylint: enable=unused-import
 
-CONFIG_ERROR_EXIT_CODE = 2
+from tfa_explore.experiments import errors
 
-
-class ConfigError(Exception):
-  """A gin configuration that cannot run: bad file, binding or value."""
+CONFIG_ERROR_EXIT_CODE = errors.CONFIG_ERROR_EXIT_CODE
+ConfigError = errors.ConfigError
 
 
 def define_gin_flags():
@@ -88,17 +87,19 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
         f'{gin_bindings}):\n{e}') from e
 
 
-def _is_gin_config_error(error: Exception) -> bool:
-  # A REQUIRED parameter without a binding only shows when the configurable
-  # is called; gin raises RuntimeError('Required bindings for ...').
-  return (isinstance(error, RuntimeError) and
-          'Required bindings for' in str(error))
+def experiment_setting(name: str):
+  """The value bound to the experiment's setting `name`, e.g. 'env_loader'.
 
-
-def experiment_reference(name: str):
-  """The configurable bound to `<experiment>.<name>`, e.g. 'env_loader'."""
-  experiment = gin.query_parameter('run_experiment.experiment')
-  return gin.query_parameter(f'{experiment.selector}.{name}')
+  An experiment's gin surface is either its own parameters
+  (`on_policy.train_eval.env_loader`) or, for a family with a settings
+  dataclass, `<module>.Settings` (`r2d2.Settings.env_loader`).
+  """
+  selector = gin.query_parameter('run_experiment.experiment').selector
+  try:
+    return gin.query_parameter(f'{selector}.{name}')
+  except ValueError:
+    module = selector.rpartition('.')[0]
+    return gin.query_parameter(f'{module}.Settings.{name}')
 
 
 def run(root_dir: str, gin_files: Sequence[str],
@@ -108,7 +109,7 @@ def run(root_dir: str, gin_files: Sequence[str],
   try:
     return run_experiment(root_dir=root_dir)
   except RuntimeError as e:
-    if _is_gin_config_error(e):
+    if errors.is_missing_binding(e):
       raise ConfigError(
           f'Missing gin binding (files {list(gin_files)}, bindings '
           f'{list(gin_bindings)}):\n{e}') from e

@@ -1,0 +1,192 @@
+"""An R2D2 actor: steps a batch of envs, writes sequences, reports progress.
+
+Env k of actor i is the paper's actor j = i * envs_per_actor + k: seed
+`seed + j`, epsilon_j = 0.4^(1 + 7 j / (N - 1)) with N = num_actors *
+envs_per_actor. One policy call and at most one priority computation serve
+all of an actor's envs per step.
+
+Env step counting. An actor counts its env steps (auto-reset steps
+excluded) and sends the increments as progress reports; the learner sums
+them, so a restarted actor keeps the count and the learner alone decides
+that the run is over. The actor sees `finished` at its next weight pull.
+"""
+
+import os
+import time
+
+from absl import logging
+import numpy as np
+import reverb
+import tensorflow as tf
+from tf_agents.policies import py_tf_eager_policy
+from tf_agents.trajectories import trajectory as trajectory_lib
+
+from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.environments import batched
+from tfa_explore.experiments.r2d2 import builder as builder_lib
+
+ACTOR_DIR = 'actors'
+ACTOR = 'Actor'
+
+
+class _ProgressWriter:
+  """Sends this actor's reports to `PROGRESS_TABLE`."""
+
+  def __init__(self, client: reverb.Client, task: int):
+    self._task = task
+    self._writer = client.trajectory_writer(num_keep_alive_refs=1)
+
+  def report(self, env_steps, slot=-1, episode_return=0.0, episode_length=0,
+             stopped=False):
+    self._writer.append(builder_lib.progress_report(
+        self._task, env_steps, slot, episode_return, episode_length,
+        stopped))
+    self._writer.create_item(
+        builder_lib.PROGRESS_TABLE, 1.0,
+        tf.nest.map_structure(lambda column: column[-1],
+                              self._writer.history))
+
+  def close(self, timeout_ms: int) -> None:
+    try:
+      self._writer.flush(timeout_ms=timeout_ms)
+    finally:
+      self._writer.close()
+
+
+class _ActorSummaries:
+  """Actor/{EnvironmentStepsPerSecond, SequencesPerSecond} under actors/<i>."""
+
+  def __init__(self, root_dir, task):
+    self._writer = None
+    if root_dir:
+      self._writer = tf.summary.create_file_writer(
+          os.path.join(root_dir, ACTOR_DIR, str(task)), flush_millis=10_000)
+    self._time = time.time()
+    self._steps = 0
+    self._items = 0
+
+  def write(self, total_steps, items):
+    if self._writer is None:
+      return
+    now = time.time()
+    elapsed = max(now - self._time, 1e-9)
+    with self._writer.as_default(step=total_steps):
+      tf.summary.scalar(f'{ACTOR}/EnvironmentStepsPerSecond',
+                        (total_steps - self._steps) / elapsed)
+      tf.summary.scalar(f'{ACTOR}/SequencesPerSecond',
+                        (items - self._items) / elapsed)
+    self._time, self._steps, self._items = now, total_steps, items
+
+  def close(self):
+    if self._writer is not None:
+      self._writer.close()
+
+
+def run_actor(settings, task, replay_server, root_dir=None, stop_event=None):
+  """Runs actor `task` until the learner finishes (or `stop_event` is set).
+
+  Args:
+    settings: `Settings`.
+    task: actor index i in [0, num_actors).
+    replay_server: 'host:port' of the Reverb server.
+    root_dir: if set, actor summaries go to root_dir/actors/<task>.
+    stop_event: optional `threading.Event` to stop early.
+
+  Returns:
+    Env steps this actor took (all its environments).
+  """
+  if not 0 <= task < settings.num_actors:
+    raise ValueError(
+        f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
+  builder = builder_lib.Builder(settings)
+  num_envs = settings.envs_per_actor
+  first_slot = task * num_envs
+  # No tf.random.set_seed here: actor threads share the process's global
+  # seed with the learner. Envs are seeded per slot.
+  env = batched.make_batched_env(settings.env_loader, num_envs,
+                                 settings.seed + first_slot)
+  _, agent = builder.make_agent(env=env)
+  shared_state = builder_lib.SharedState(agent)
+  client = reverb.Client(replay_server)
+  builder.check_server(client, shared_state)
+  variables = builder_lib.SharedVariables(replay_server, shared_state)
+  collect_policy = builder.actor_policy(agent, task)
+  epsilons = r2d2_policy.slot_epsilons(task, settings.num_actors, num_envs)
+  logging.info('Actor %d (%d envs, epsilons %s) waiting for the learner\'s '
+               'weights.', task, num_envs,
+               ', '.join(f'{e:.5f}' for e in epsilons))
+  variables.pull()  # Blocks until the learner's first push.
+
+  replay_writer = builder.sequence_writer(client, agent, num_envs)
+  policy = py_tf_eager_policy.PyTFEagerPolicy(
+      collect_policy, use_tf_function=True, batch_time_steps=False)
+  progress = _ProgressWriter(client, task)
+  actor_summaries = _ActorSummaries(root_dir, task)
+
+  total_steps = 0
+  unreported_steps = 0
+  steps_at_update = 0
+  episode_returns = np.zeros(num_envs, np.float64)
+  episode_lengths = np.zeros(num_envs, np.int64)
+  time_step = env.reset()
+  policy_state = policy.get_initial_state(num_envs)
+  try:
+    while not bool(shared_state.finished.numpy()):
+      if stop_event is not None and stop_event.is_set():
+        break
+      action_step = policy.action(time_step, policy_state)
+      next_time_step = env.step(action_step.action)
+      replay_writer(trajectory_lib.from_transition(time_step, action_step,
+                                                   next_time_step))
+      # The step after LAST is a reset, not an env step.
+      active = ~np.asarray(time_step.is_last())
+      num_active = int(active.sum())
+      total_steps += num_active
+      unreported_steps += num_active
+      episode_lengths += active
+      episode_returns += np.where(active, next_time_step.reward, 0.0)
+      for k in np.flatnonzero(active & np.asarray(next_time_step.is_last())):
+        progress.report(unreported_steps, first_slot + k, episode_returns[k],
+                        episode_lengths[k])
+        unreported_steps = 0
+        episode_returns[k], episode_lengths[k] = 0.0, 0
+      time_step = next_time_step
+      policy_state = action_step.state
+      if total_steps - steps_at_update >= settings.actor_update_period:
+        if unreported_steps:
+          progress.report(unreported_steps)
+          unreported_steps = 0
+        variables.pull()
+        actor_summaries.write(total_steps, replay_writer.num_items_written)
+        steps_at_update = total_steps
+  finally:
+    _stop(task, settings, replay_writer, progress, unreported_steps)
+    actor_summaries.close()
+    env.close()
+  logging.info('Actor %d stopped after %d env steps.', task, total_steps)
+  return total_steps
+
+
+def _stop(task, settings, replay_writer, progress, unreported_steps):
+  """Flushes the sequences, then reports the stop.
+
+  The sequences first: the learner keeps resetting the agent table
+  (releasing its rate limiter) until every actor reported its stop. One
+  deadline (`shutdown_timeout_seconds`) covers all of this actor's envs.
+  """
+  deadline = time.time() + settings.shutdown_timeout_seconds
+
+  def remaining_ms():
+    return max(int((deadline - time.time()) * 1000), 1)
+
+  try:
+    replay_writer.close(timeout_ms=remaining_ms())
+  except Exception as e:  # pylint: disable=broad-except
+    logging.info('Actor %d dropped its last sequences: %s', task, e)
+  try:
+    progress.report(unreported_steps, stopped=True)
+    progress.close(timeout_ms=min(remaining_ms(), 5_000))
+  except Exception as e:  # pylint: disable=broad-except
+    # The server may be gone already (single machine: stopped after the
+    # learner); the learner stops waiting after its shutdown timeout.
+    logging.info('Actor %d could not report its stop: %s', task, e)

@@ -1,0 +1,297 @@
+"""The R2D2 family's builder: the agent, the tables, and what reads them.
+
+Acme's seam in our words: the builder answers "which agent, which tables,
+which dataset, which writer, which policy"; the actor and the learner only
+run loops over what it gives them. The replay strategy (`replay.py`) holds
+the part of those answers that differs between R2D2 and R2D3.
+
+The server has, besides the strategy's replay tables:
+
+* `VARIABLES_TABLE`: one item, the learner's latest weights plus its
+  counters (`train_step`, `env_steps`, `finished`), read by the actors
+  (`SharedVariables`);
+* `PROGRESS_TABLE`: a queue of small actor reports (env steps since the
+  last report, a finished episode with its return, a stop marker).
+"""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import logging
+import gin
+import numpy as np
+import reverb
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+from tf_agents.utils import common
+
+from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.experiments.r2d2 import replay as replay_lib
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
+from tfa_explore.replay import sequence_writer
+from tfa_explore.replay import tables
+from tfa_explore.utils import optimizers
+
+REQUIRED = gin.REQUIRED
+
+VARIABLES_TABLE = 'variables'
+PROGRESS_TABLE = 'actor_progress'
+# Reports the progress queue holds before actors block on it; the learner
+# drains it after every few train steps.
+PROGRESS_QUEUE_SIZE = 100_000
+
+
+# `agent_class` and `agent_kwargs` are for other factories that build a
+# subclass on the same network and hyperparameters (`r2d3.r2d3_agent_fn`),
+# not gin parameters: a gin file binds the R2D2 ones here and the
+# subclass's own in its factory.
+@gin.configurable(module='r2d2', denylist=['agent_class', 'agent_kwargs'])
+def r2d2_agent_fn(time_step_spec,
+                  action_spec,
+                  train_step_counter,
+                  sequence_config=REQUIRED,
+                  lstm_size=REQUIRED,
+                  torso_fc_layer_params=REQUIRED,
+                  dueling_fc_layer_params=REQUIRED,
+                  conv_layer_params=None,
+                  image_scale=None,
+                  learning_rate=REQUIRED,
+                  adam_epsilon=REQUIRED,
+                  learning_rate_decay_steps=None,
+                  n_step=REQUIRED,
+                  gamma=REQUIRED,
+                  target_update_period=REQUIRED,
+                  importance_sampling_exponent=REQUIRED,
+                  priority_max_weight=REQUIRED,
+                  gradient_clipping=REQUIRED,
+                  use_stored_state=True,
+                  debug_summaries=True,
+                  agent_class=r2d2_agent.R2D2Agent,
+                  agent_kwargs=None):
+  """An initialized `R2D2Agent` with a `RecurrentDuelingQNetwork`.
+
+  `lstm_size=None` gives the feed-forward baseline (no recurrence, empty
+  state). Hyperparameters are documented on `R2D2Agent` and
+  `RecurrentDuelingQNetwork` (`image_scale`: None scales uint8 pixels by
+  1/255); Adam as in the paper. `agent_class` (an `R2D2Agent` subclass)
+  gets these arguments plus `agent_kwargs`. `learning_rate_decay_steps`:
+  if set, the rate decays linearly to 0 over that many learner steps (with
+  a sample-to-insert ratio the run's learner steps are known in advance:
+  env steps / replay_period x samples_per_insert / batch_size); None keeps
+  it constant, as the paper.
+
+  Raises:
+    ValueError: if the action spec is not one discrete scalar.
+  """
+  time_step_spec = tensor_spec.from_spec(time_step_spec)
+  # Checked before the network is built, whose own error is less direct.
+  action_spec = r2d2_agent.check_action_spec(
+      tensor_spec.from_spec(action_spec))
+  network = rdqn.RecurrentDuelingQNetwork(
+      rdqn.make_input_spec(time_step_spec.observation, action_spec,
+                           reward_dtype=time_step_spec.reward.dtype),
+      action_spec,
+      torso_fc_layer_params=tuple(torso_fc_layer_params),
+      lstm_size=lstm_size,
+      dueling_fc_layer_params=tuple(dueling_fc_layer_params),
+      conv_layer_params=conv_layer_params,
+      image_scale=image_scale)
+  agent = agent_class(
+      time_step_spec,
+      action_spec,
+      q_network=network,
+      optimizer=optimizers.adam_optimizer(learning_rate,
+                                          learning_rate_decay_steps,
+                                          adam_epsilon),
+      sequence_config=sequence_config,
+      n_step=n_step,
+      gamma=gamma,
+      target_update_period=target_update_period,
+      importance_sampling_exponent=importance_sampling_exponent,
+      priority_max_weight=priority_max_weight,
+      use_stored_state=use_stored_state,
+      gradient_clipping=gradient_clipping,
+      debug_summaries=debug_summaries,
+      train_step_counter=train_step_counter,
+      **(agent_kwargs or {}))
+  agent.initialize()
+  return agent
+
+
+class SharedState(tf.Module):
+  """What the learner publishes to the actors: weights and counters."""
+
+  def __init__(self, agent):
+    super().__init__(name='r2d2_shared_state')
+    self.agent = agent
+    self.env_steps = tf.Variable(0, dtype=tf.int64, name='env_steps')
+    self.finished = tf.Variable(False, name='finished')
+
+  def nest(self) -> Dict[str, Any]:
+    return {
+        'q_network': list(self.agent.q_network.variables),
+        'train_step': self.agent.train_step_counter,
+        'env_steps': self.env_steps,
+        'finished': self.finished,
+    }
+
+  def signature(self) -> Dict[str, Any]:
+    return tf.nest.map_structure(lambda v: tf.TensorSpec(v.shape, v.dtype),
+                                 self.nest())
+
+
+class SharedVariables:
+  """The learner's `SharedState` in `VARIABLES_TABLE`: push and pull.
+
+  The same protocol as TF-Agents' `ReverbVariableContainer` (one item,
+  replaced at every push; a pull blocks until the first push), on a Reverb
+  client of its own (`replay.tables.tf_client`).
+  """
+
+  def __init__(self, server_address: str, shared_state: SharedState):
+    self._client = tables.tf_client(server_address, 'variables')
+    self._variables = shared_state.nest()
+    self._dtypes = [v.dtype for v in tf.nest.flatten(self._variables)]
+
+  def push(self) -> None:
+    self._client.insert(
+        data=[tf.convert_to_tensor(v)
+              for v in tf.nest.flatten(self._variables)],
+        tables=tf.constant([VARIABLES_TABLE]),
+        priorities=tf.constant([1.0], dtype=tf.float64))
+
+  def pull(self) -> None:
+    """Assigns the latest pushed values (blocks until there are some)."""
+    sample = self._client.sample(VARIABLES_TABLE, data_dtypes=self._dtypes)
+    self._assign(sample.data)
+
+  @common.function(autograph=False)
+  def _assign(self, values):
+    for variable, value in zip(tf.nest.flatten(self._variables), values):
+      variable.assign(value)
+
+
+def progress_signature() -> Dict[str, tf.TensorSpec]:
+  return {
+      'task': tf.TensorSpec((), tf.int64),
+      'slot': tf.TensorSpec((), tf.int64),  # epsilon slot of the episode
+      'env_steps': tf.TensorSpec((), tf.int64),  # since the last report
+      'episode_return': tf.TensorSpec((), tf.float32),
+      'episode_length': tf.TensorSpec((), tf.int64),  # 0: no episode ended
+      'stopped': tf.TensorSpec((), tf.bool),
+  }
+
+
+class Builder:
+  """Builds a run's pieces from its `Settings`."""
+
+  def __init__(self, settings):
+    self.settings = settings
+    self.replay = settings.replay
+
+  def make_agent(self, train_step: Optional[tf.Variable] = None,
+                 env=None) -> Tuple[Optional[str], Any]:
+    """(env id or None, agent) built from the specs of `env`.
+
+    Without `env`, one env is built (seed `seed`) for its specs and closed.
+    """
+    settings = self.settings
+    own_env = env is None
+    if own_env:
+      env = settings.env_loader(seed=settings.seed)
+    try:
+      if train_step is None:
+        train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
+      agent = settings.agent_fn(
+          time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
+          action_spec=tensor_spec.from_spec(env.action_spec()),
+          train_step_counter=train_step)
+      env_id = getattr(env, 'env_id', None)
+    finally:
+      if own_env:
+        env.close()
+    if not isinstance(agent, r2d2_agent.R2D2Agent):
+      raise TypeError(
+          f'agent_fn must build an R2D2Agent, got {type(agent).__name__}.')
+    return env_id, agent
+
+  def make_tables(self, agent) -> List[reverb.Table]:
+    """The server's tables: the strategy's, variables and progress."""
+    return self.replay.make_tables(agent, self.settings) + [
+        reverb.Table(
+            name=VARIABLES_TABLE,
+            sampler=reverb.selectors.Uniform(),
+            remover=reverb.selectors.Fifo(),
+            rate_limiter=reverb.rate_limiters.MinSize(1),
+            max_size=1,
+            max_times_sampled=0,
+            signature=SharedState(agent).signature()),
+        reverb.Table.queue(PROGRESS_TABLE, max_size=PROGRESS_QUEUE_SIZE,
+                           signature=progress_signature()),
+    ]
+
+  def make_replay_server(self, port: Optional[int] = None) -> reverb.Server:
+    """A Reverb server with the run's tables (port None: any free one)."""
+    # The agent is built only for its specs, but its weight initializers
+    # are random ops: under op determinism they need a global seed.
+    tf.random.set_seed(self.settings.seed)
+    _, agent = self.make_agent()
+    server_tables = self.make_tables(agent)
+    server = reverb.Server(server_tables, port=port)
+    logging.info('Reverb server on port %d with tables %s.', server.port,
+                 [table.name for table in server_tables])
+    return server
+
+  def check_server(self, client: reverb.Client,
+                   shared_state: SharedState) -> None:
+    """Raises ValueError unless every table this run uses fits the agent."""
+    info = client.server_info(timeout=60)
+    self.replay.check_server(info, shared_state.agent)
+    missing = [name for name in (VARIABLES_TABLE, PROGRESS_TABLE)
+               if name not in info]
+    if missing:
+      raise ValueError(
+          f'Reverb server has no table(s) {missing}; it must be started by '
+          'train/replay_server.py with the same gin file.')
+    expected = tf.nest.flatten(shared_state.signature())
+    actual = tf.nest.flatten(info[VARIABLES_TABLE].signature or ())
+    if len(actual) != len(expected) or any(
+        tf.TensorShape(a.shape) != e.shape or tf.as_dtype(a.dtype) != e.dtype
+        for a, e in zip(actual, expected)):
+      raise ValueError(
+          f'Reverb table {VARIABLES_TABLE!r} holds weights of another '
+          f'network ({actual}); this agent needs {expected}. Start the '
+          'replay server with the same gin file.')
+    queue_signature = info[PROGRESS_TABLE].signature
+    if queue_signature is None or set(queue_signature) != set(
+        progress_signature()):
+      raise ValueError(
+          f'Reverb table {PROGRESS_TABLE!r} has the signature '
+          f'{queue_signature}, not that of this version\'s actor reports; '
+          'start the replay server with this version of tfa_explore.')
+
+  def sequence_writer(self, client: reverb.Client, agent, num_envs: int):
+    """The actor's writer of overlapping sequences (one stream per env)."""
+    return sequence_writer.BatchedSequenceWriter(
+        client, replay_lib.AGENT_TABLE, agent.sequence_config, num_envs,
+        agent.collect_data_spec,
+        priorities_fn=(agent.initial_priorities_fn()
+                       if self.settings.actor_priorities else None),
+        **self.replay.writer_kwargs())
+
+  def actor_policy(self, agent, task: int):
+    """Actor `task`'s epsilon-greedy policy over its batch of envs."""
+    return agent.actor_collect_policy(task, self.settings.num_actors,
+                                      self.settings.envs_per_actor)
+
+
+def progress_report(task, env_steps, slot=-1, episode_return=0.0,
+                    episode_length=0, stopped=False) -> Dict[str, np.ndarray]:
+  """One `PROGRESS_TABLE` item."""
+  return {
+      'task': np.int64(task),
+      'slot': np.int64(slot),
+      'env_steps': np.int64(env_steps),
+      'episode_return': np.float32(episode_return),
+      'episode_length': np.int64(episode_length),
+      'stopped': np.bool_(stopped),
+  }

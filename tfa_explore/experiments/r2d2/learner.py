@@ -1,0 +1,340 @@
+"""The R2D2 learner: trains on replayed sequences until the env step budget.
+
+One iteration (`Learner.run`): a few learner steps on the replay
+strategy's batches (new priorities written back by key), then the actors'
+progress reports are read (env steps, episodes), and the weights pushed,
+summaries written, the progress line logged, the greedy policy evaluated
+and the run checkpointed when each is due. The learner alone decides the
+end (`env_steps >= num_env_steps`): it publishes `finished` with the
+weights, evaluates and checkpoints a last time, and releases the actors.
+
+The run directory, checkpoints, exports, evaluation and progress line are
+the run kit's (`experiments.run_kit`), as in the on-policy loop; the
+checkpoint holds the agent (online and target networks, optimizer), the
+train step, env steps, episodes, and the replay strategy's learner state.
+Replay content is not checkpointed: a resumed learner refills the table
+from the actors.
+"""
+
+import collections
+import contextlib
+import time
+from typing import Callable, Dict, Optional
+
+from absl import logging
+import numpy as np
+import reverb
+import tensorflow as tf
+from tf_agents.utils import common
+
+from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.experiments import run_kit
+from tfa_explore.experiments.r2d2 import builder as builder_lib
+from tfa_explore.experiments.r2d2 import replay as replay_lib
+from tfa_explore.utils import summaries
+
+REPLAY = 'Replay'
+ACTOR = 'Actor'
+
+
+class ProgressReader:
+  """Sums the actors' reports: env steps, episodes, recent returns."""
+
+  def __init__(self, client, env_steps, num_episodes, num_slots):
+    self._client = client
+    self._env_steps = env_steps
+    self.num_episodes = num_episodes
+    self.recent_returns = collections.deque(maxlen=100)
+    self.recent_lengths = collections.deque(maxlen=100)
+    # Recent returns per epsilon slot (env k of actor i, see actor.py).
+    self.slot_returns = {
+        slot: collections.deque(maxlen=10) for slot in range(num_slots)}
+    self.stopped = set()
+
+  def drain(self) -> None:
+    size = self._client.server_info()[
+        builder_lib.PROGRESS_TABLE].current_size
+    if not size:
+      return
+    steps, episodes = 0, 0
+    for sample in self._client.sample(builder_lib.PROGRESS_TABLE,
+                                      num_samples=size,
+                                      emit_timesteps=False,
+                                      unpack_as_table_signature=True):
+      report = sample.data
+      steps += int(report['env_steps'])
+      if int(report['episode_length']) > 0:
+        episodes += 1
+        self.recent_returns.append(float(report['episode_return']))
+        self.recent_lengths.append(int(report['episode_length']))
+        self.slot_returns.setdefault(
+            int(report['slot']), collections.deque(maxlen=10)).append(
+                float(report['episode_return']))
+      if bool(report['stopped']):
+        self.stopped.add(int(report['task']))
+    self._env_steps.assign_add(steps)
+    self.num_episodes.assign_add(episodes)
+
+  def recent_return(self) -> float:
+    return (float(np.mean(self.recent_returns)) if self.recent_returns
+            else float('nan'))
+
+
+class Learner:
+  """The learner of one run; `run()` trains until the budget is spent."""
+
+  def __init__(self, settings, replay_server: str, root_dir: str,
+               health_check: Optional[Callable[[], None]] = None):
+    """Builds the agent, the run directory and the replay side; resumes.
+
+    Args:
+      settings: `Settings`.
+      replay_server: 'host:port' of the Reverb server.
+      root_dir: run directory (`run_kit` layout); resumes from its latest
+        checkpoint.
+      health_check: optional callable, called whenever no sample arrived
+        for `sample_timeout_seconds`; raises if the actors are gone.
+    """
+    tf.random.set_seed(settings.seed)
+    np.random.seed(settings.seed % 2**32)
+    self._settings = settings
+    self._replay_server = replay_server
+    self._health_check = health_check
+    builder = builder_lib.Builder(settings)
+    self._replay = settings.replay
+    self.run_dir = run_kit.RunDirectory(root_dir)
+
+    self.train_step = common.create_variable('train_step', 0,
+                                             dtype=tf.int64)
+    self._env_id, self.agent = builder.make_agent(self.train_step)
+    self._replay.check_agent(self.agent)
+    self._shared_state = builder_lib.SharedState(self.agent)
+    self.env_steps = self._shared_state.env_steps
+    num_episodes = tf.Variable(0, dtype=tf.int64, name='num_episodes')
+
+    self._client = reverb.Client(replay_server)
+    builder.check_server(self._client, self._shared_state)
+    self._variables = builder_lib.SharedVariables(replay_server,
+                                                  self._shared_state)
+    self._replay_state = self._replay.learner_state()
+    self._checkpointer = run_kit.Checkpointer(
+        self.run_dir, self.env_steps,
+        policies={run_kit.GREEDY_POLICY: self.agent.policy,
+                  run_kit.COLLECT_POLICY: self.agent.collect_policy},
+        train_step=self.train_step,
+        max_to_keep=settings.max_checkpoints_to_keep,
+        agent=self.agent, env_steps=self.env_steps,
+        num_episodes=num_episodes, **self._replay_state)
+    self._checkpointer.restore()
+    self.run_dir.write_operative_config(step=self.env_steps)
+    self._evaluator = run_kit.Evaluator(
+        self.agent.policy, settings.env_loader, settings.num_eval_episodes,
+        settings.seed, self.run_dir.eval_writer,
+        success_threshold=settings.eval_success_threshold)
+    self._progress = ProgressReader(self._client, self.env_steps,
+                                    num_episodes, settings.num_slots)
+    self._replay_rates = replay_lib.ReplayRates(self._client, self._replay)
+    self._updater = self._replay.priority_updater(replay_server)
+    self._train = common.function(self._train_and_update, autograph=False)
+    self._dataset = None
+    self._iterator = None
+    self._last_eval = None
+    self._loss_info = None
+    self._start_time = time.time()
+
+  # --- named steps ----------------------------------------------------------
+
+  def prepare_replay(self) -> None:
+    """The strategy's tables made ready (e.g. demonstrations written)."""
+    self._replay.prepare(self._client, self.agent, self._env_id)
+    self._dataset = self._replay.dataset(
+        self._replay_server, self.agent, self._settings.batch_size,
+        self._settings.seed,
+        int(self._settings.sample_timeout_seconds * 1000))
+
+  def pretrain(self) -> None:
+    """The strategy's steps before any acting (R2D3: on demonstrations)."""
+    with self._summary_context():
+      loss_info = self._replay.pretrain(
+          self.agent, self._replay_server, self._settings.batch_size,
+          self._replay_state)
+    if loss_info is not None:
+      # The actors' first weights, evaluated and saved so that a resume
+      # does not pre-train again.
+      self._last_eval = self._evaluator(int(self.env_steps))
+      self._checkpointer.save()
+
+  def publish(self) -> None:
+    """Pushes weights and counters to the actors."""
+    self._variables.push()
+
+  def train_iteration(self) -> None:
+    """Up to `train_steps_per_iteration` learner steps."""
+    for _ in range(self._settings.train_steps_per_iteration):
+      batch = self._next_batch()
+      if batch is None:
+        break
+      with self._summary_context():
+        self._loss_info = self._train(*batch)
+
+  def read_progress(self) -> None:
+    self._progress.drain()
+
+  def write_summaries(self) -> None:
+    """`Metrics/`, `Replay/` and `Actor/<slot>/` values at the env step."""
+    env_steps = int(self.env_steps)
+    with self.run_dir.train_writer.as_default(step=env_steps):
+      metrics = {
+          'EnvironmentSteps': env_steps,
+          'NumberOfEpisodes': int(self._progress.num_episodes),
+          'LearnerSteps': int(self.train_step),
+          'StepsPerSecond': env_steps / max(
+              time.time() - self._start_time, 1e-9),
+      }
+      if self._progress.recent_returns:
+        metrics['AverageReturn'] = float(
+            np.mean(self._progress.recent_returns))
+        metrics['AverageEpisodeLength'] = float(
+            np.mean(self._progress.recent_lengths))
+      summaries.scalars(summaries.METRICS, metrics, step=env_steps)
+      summaries.scalars(REPLAY, self._replay_rates(), step=env_steps)
+      for slot, returns in sorted(self._progress.slot_returns.items()):
+        if returns:
+          tf.summary.scalar(f'{ACTOR}/{slot}/AverageReturn',
+                            float(np.mean(returns)))
+          tf.summary.scalar(
+              f'{ACTOR}/{slot}/Epsilon',
+              r2d2_policy.actor_epsilon(slot, self._settings.num_slots))
+
+  def evaluate(self) -> None:
+    self._last_eval = self._evaluator(int(self.env_steps))
+
+  def checkpoint(self) -> None:
+    self._checkpointer.save()
+
+  def finish(self) -> Dict[str, float]:
+    """Publishes `finished`, evaluates and saves a last time, frees actors."""
+    self._shared_state.finished.assign(True)
+    self.publish()
+    final = run_kit.finish(self._evaluator, self._checkpointer, self.run_dir,
+                           int(self.env_steps), self._last_eval)
+    self.write_summaries()
+    self.run_dir.flush()
+    self._release_actors()
+    logging.info('Learner finished at %d env steps, train step %d.',
+                 int(self.env_steps), int(self.train_step))
+    return final
+
+  # --- the loop -------------------------------------------------------------
+
+  def run(self) -> Dict[str, float]:
+    """Trains until the actors took `num_env_steps`; the final evaluation."""
+    settings = self._settings
+    self.prepare_replay()
+    self.pretrain()
+    self.publish()
+    progress_log = run_kit.ProgressLog(settings.num_env_steps,
+                                       settings.log_interval,
+                                       int(self.env_steps))
+    train_steps_at_log = int(self.train_step)
+    time_at_log = time.time()
+    self.read_progress()
+    while int(self.env_steps) < settings.num_env_steps:
+      steps, train_steps = int(self.env_steps), int(self.train_step)
+      self.train_iteration()
+      self.read_progress()
+      now_steps, now_train_steps = int(self.env_steps), int(self.train_step)
+      if run_kit.crossed(train_steps, now_train_steps,
+                         settings.variable_push_period):
+        self.publish()
+      if run_kit.crossed(train_steps, now_train_steps,
+                         settings.summary_interval):
+        self.write_summaries()
+      if run_kit.crossed(steps, now_steps, settings.log_interval):
+        now = time.time()
+        progress_log.log(now_steps, {
+            'learner steps/s': '%.1f' % (
+                (now_train_steps - train_steps_at_log) /
+                max(now - time_at_log, 1e-9)),
+            'train step': str(now_train_steps),
+            'recent return': '%.2f' % self._progress.recent_return(),
+            'loss': '%.4f' % (float(self._loss_info.loss)
+                              if self._loss_info is not None
+                              else float('nan')),
+        })
+        train_steps_at_log, time_at_log = now_train_steps, now
+        self.run_dir.train_writer.flush()
+      if run_kit.crossed(steps, now_steps, settings.eval_interval):
+        self.evaluate()
+      if run_kit.crossed(steps, now_steps, settings.checkpoint_interval):
+        self.checkpoint()
+    return self.finish()
+
+  # --- helpers --------------------------------------------------------------
+
+  def _train_and_update(self, experience, sample_info):
+    loss_info = self.agent.train(experience)
+    self._updater((experience, sample_info), loss_info)
+    return loss_info
+
+  @contextlib.contextmanager
+  def _summary_context(self):
+    """The train writer, recording every `summary_interval` learner steps."""
+    interval = self._settings.summary_interval
+    with self.run_dir.train_writer.as_default(), tf.summary.record_if(
+        lambda: tf.equal(self.train_step % interval, 0)):
+      yield
+
+  def _next_batch(self):
+    """The next `(experience, sample_info)`, or None once the run is over.
+
+    A rate-limiter timeout (no sample for `sample_timeout_seconds`) checks
+    the actors' health, reads their progress and starts a new iterator.
+    """
+    while True:
+      if self._iterator is None:
+        self._iterator = iter(self._dataset)
+      try:
+        return next(self._iterator)
+      except (StopIteration, tf.errors.OutOfRangeError,
+              tf.errors.DeadlineExceededError):
+        self._iterator = None
+        logging.info(
+            'No replay sample for %.0f s (%d items in the agent table).',
+            self._settings.sample_timeout_seconds,
+            self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
+        if self._health_check is not None:
+          self._health_check()
+        self.read_progress()
+        if int(self.env_steps) >= self._settings.num_env_steps:
+          return None
+
+  def _release_actors(self) -> None:
+    """Lets actors blocked by the rate limiter see `finished`.
+
+    A finished learner stops sampling, so an actor may be blocked by the
+    agent table's rate limiter at an insert; resetting the table (and so
+    the limiter) releases it, until every actor reported its stop or
+    `shutdown_timeout_seconds` pass.
+    """
+    settings = self._settings
+    deadline = time.time() + settings.shutdown_timeout_seconds
+    while (len(self._progress.stopped) < settings.num_actors and
+           time.time() < deadline):
+      self._client.reset(replay_lib.AGENT_TABLE)
+      time.sleep(0.2)
+      self.read_progress()
+    if len(self._progress.stopped) < settings.num_actors:
+      logging.warning(
+          'Actors %s did not report their stop within %.0f s.',
+          sorted(set(range(settings.num_actors)) - self._progress.stopped),
+          settings.shutdown_timeout_seconds)
+
+
+def run_learner(settings, replay_server, root_dir, health_check=None):
+  """`Learner(...).run()`: the final evaluation dict.
+
+  {'AverageReturn', 'AverageEpisodeLength', 'EnvironmentSteps'}
+  (+ 'SuccessRate' with `eval_success_threshold`).
+  """
+  return Learner(settings, replay_server, root_dir, health_check).run()
