@@ -1,0 +1,205 @@
+"""The run kit both loops share: Adam's state survives a resume, eval, progress.
+
+A resume restores the optimizer through TF's deferred restoration (no
+access to the optimizer): its slot variables are filled from the
+checkpoint when the first `apply_gradients` creates them. The tests run
+each loop (on-policy PPO, the R2D2 learner), then rebuild its agent, restore
+the run's latest checkpoint with `run_kit.Checkpointer` as the loop does,
+create the slots as `apply_gradients` would, and compare them with the
+checkpoint's values; then they resume the loop itself and count Adam's
+iterations.
+"""
+
+import os
+
+from absl.testing import absltest
+import gin
+import numpy as np
+import tensorflow as tf
+from tf_agents.environments import tf_py_environment
+from tf_agents.specs import tensor_spec
+
+from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import runner
+import test_r2d2_experiment
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
+# 2 envs x 16 steps per iteration, 2 epochs: 2 Adam steps per iteration.
+SMALL_PPO = (
+    'NUM_ENV_STEPS = 64',
+    'on_policy.train_eval.num_envs = 2',
+    'on_policy.train_eval.rollout_length = 16',
+    'on_policy.train_eval.eval_interval = 1000',
+    'on_policy.train_eval.num_eval_episodes = 1',
+    'on_policy.train_eval.checkpoint_interval = 1000',
+    'on_policy.train_eval.log_interval = 1000',
+    'ppo.ppo_clip_agent.num_epochs = 2',
+    'suite_gymnasium.load.max_episode_steps = 20',
+)
+
+
+def latest_counters(run_dir):
+  """(train step, Adam iterations) in the run's latest checkpoint."""
+  reader = tf.train.load_checkpoint(
+      tf.train.latest_checkpoint(os.path.join(run_dir, 'checkpoints')))
+  # Adam's one integer variable is its iteration count.
+  iterations = [reader.get_tensor(key) for key, dtype
+                in reader.get_variable_to_dtype_map().items()
+                if key.startswith('agent/_optimizer/') and dtype.is_integer]
+  assert len(iterations) == 1, iterations
+  return (int(reader.get_tensor('train_step/.ATTRIBUTES/VARIABLE_VALUE')),
+          int(iterations[0]))
+
+
+def checkpoint_values(checkpoint_path):
+  """All float arrays stored in a checkpoint."""
+  reader = tf.train.load_checkpoint(checkpoint_path)
+  return [reader.get_tensor(key)
+          for key, dtype in reader.get_variable_to_dtype_map().items()
+          if dtype.is_floating]
+
+
+class _TestCase(tf.test.TestCase):
+  test_session = None
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
+
+  def assert_slots_restored(self, agent, optimizer, variables, run_dir):
+    """Restores `run_dir`'s latest checkpoint into a fresh `agent`."""
+    _, expected_iterations = latest_counters(run_dir)
+    self.assertGreater(expected_iterations, 0)
+    run = run_kit.RunDirectory(run_dir)
+    checkpointer = run_kit.Checkpointer(
+        run, tf.Variable(0, dtype=tf.int64), policies={},
+        train_step=agent.train_step_counter, max_to_keep=3, agent=agent)
+    self.assertTrue(checkpointer.restore())
+    self.assertEqual(int(optimizer.iterations), expected_iterations)
+    # What the first apply_gradients does before updating.
+    optimizer.build(variables)
+    slots = [v.numpy() for v in optimizer.variables[1:]]
+    self.assertLen(slots, 2 * len(variables))  # Adam: m and v per variable.
+    stored = checkpoint_values(checkpointer.latest)
+    for slot in slots:
+      # A fresh slot is all zeros; a restored one is the checkpoint's.
+      self.assertTrue(np.any(slot != 0.0))
+      self.assertTrue(
+          any(value.shape == slot.shape and np.array_equal(value, slot)
+              for value in stored))
+
+
+class OnPolicyResumeTest(_TestCase):
+
+  def test_adam_slots_and_iterations_survive_a_resume(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'ppo')
+    runner.run(root_dir, [CARTPOLE_GIN], SMALL_PPO)
+    # 64 env steps = 2 iterations of 2 epochs.
+    agent_fn = runner.experiment_setting('agent_fn').scoped_configurable_fn
+    env_loader = runner.experiment_setting('env_loader').scoped_configurable_fn
+    env = tf_py_environment.TFPyEnvironment(env_loader(seed=0))
+    agent = agent_fn(time_step_spec=env.time_step_spec(),
+                     action_spec=env.action_spec(),
+                     train_step_counter=tf.Variable(0, dtype=tf.int64))
+    env.close()
+    optimizer = agent._optimizer  # pylint: disable=protected-access
+    # PPOAgent applies its gradients to these, sorted by name; Adam keeps
+    # its slots in that order, which is how the checkpoint matches them.
+    variables = sorted(agent._actor_net.trainable_variables +  # pylint: disable=protected-access
+                       agent._value_net.trainable_variables,  # pylint: disable=protected-access
+                       key=lambda v: v.name)
+    self.assert_slots_restored(agent, optimizer, variables, root_dir)
+    train_steps, iterations = latest_counters(root_dir)
+    self.assertEqual(iterations, train_steps)  # One Adam step per epoch.
+
+    # The loop itself resumes and keeps counting Adam's steps.
+    gin.clear_config()
+    runner.run(root_dir, [CARTPOLE_GIN],
+               SMALL_PPO + ('NUM_ENV_STEPS = 128',))
+    resumed_train_steps, resumed_iterations = latest_counters(root_dir)
+    self.assertGreater(resumed_train_steps, train_steps)
+    self.assertEqual(resumed_iterations, resumed_train_steps)
+
+
+class R2D2ResumeTest(_TestCase):
+
+  def test_adam_slots_and_iterations_survive_a_resume(self):
+    gin_file = os.path.join(self.get_temp_dir(), 'tiny_r2d2.gin')
+    with open(gin_file, 'w') as f:
+      f.write(test_r2d2_experiment.TINY_GIN)
+    root_dir = os.path.join(self.get_temp_dir(), 'r2d2')
+    runner.parse_gin([gin_file], ['r2d2.Settings.num_actors = 1'])
+    settings = r2d2.Settings()
+    r2d2.train_eval(root_dir, settings)
+    train_steps, iterations = latest_counters(root_dir)
+    self.assertGreater(train_steps, 0)
+    self.assertEqual(iterations, train_steps)
+
+    _, agent = r2d2.Builder(settings).make_agent()
+    self.assert_slots_restored(
+        agent, agent._optimizer,  # pylint: disable=protected-access
+        agent.q_network.trainable_variables, root_dir)
+
+    # The learner resumes at the same train step and keeps counting.
+    result = r2d2.train_eval(
+        root_dir, r2d2.Settings(num_env_steps=240, **{
+            name: getattr(settings, name)
+            for name in settings.__dataclass_fields__
+            if name != 'num_env_steps'}))
+    self.assertGreaterEqual(result['EnvironmentSteps'], 240)
+    resumed_steps, resumed_iterations = latest_counters(root_dir)
+    self.assertGreater(resumed_steps, train_steps)
+    self.assertEqual(resumed_iterations, resumed_steps)
+
+
+class EvaluatorTest(_TestCase):
+
+  def test_recurrent_policy_results_and_success_rate(self):
+    gin_file = os.path.join(self.get_temp_dir(), 'tiny_r2d2.gin')
+    with open(gin_file, 'w') as f:
+      f.write(test_r2d2_experiment.TINY_GIN)
+    runner.parse_gin([gin_file], [])
+    settings = r2d2.Settings()
+    _, agent = r2d2.Builder(settings).make_agent()
+    evaluator = run_kit.Evaluator(agent.policy, settings.env_loader,
+                                  num_episodes=2, seed=0,
+                                  success_threshold=20.5)
+    self.addCleanup(evaluator.close)
+    first = evaluator(env_steps=0)
+    second = evaluator(env_steps=10)
+    # Counting-v0 pays 0 + 1 + ... + 6 = 21 whatever the actions; 21 > 20.5
+    # is a success. The LSTM policy's state is the evaluator's own.
+    self.assertEqual(first['AverageReturn'], 21.0)
+    self.assertEqual(first['SuccessRate'], 1.0)
+    self.assertEqual(second['EnvironmentSteps'], 10)
+    self.assertEqual(
+        {k: v for k, v in first.items() if k != 'EnvironmentSteps'},
+        {k: v for k, v in second.items() if k != 'EnvironmentSteps'})
+
+
+class ProgressLogTest(absltest.TestCase):
+
+  def test_rate_of_the_last_interval_and_eta(self):
+    log = run_kit.ProgressLog(num_env_steps=1000, interval=100,
+                              start_steps=0)
+    self.assertFalse(log.due(0, 99))
+    self.assertTrue(log.due(99, 100))
+    self.assertTrue(log.due(990, 1000))
+    with self.assertLogs('absl', level='INFO') as logs:
+      log.log(100, {'loss': '0.5'})
+    self.assertRegex(logs.output[0],
+                     r'env steps 100/1000 \(10%\) \| \d+ env steps/s \| '
+                     r'loss 0.5 \| ETA \d+:\d\d:\d\d')
+
+  def test_crossed_and_duration(self):
+    self.assertTrue(run_kit.crossed(99, 100, 100))
+    self.assertFalse(run_kit.crossed(100, 199, 100))
+    self.assertFalse(run_kit.crossed(0, 500, 0))
+    self.assertEqual(run_kit.format_duration(3725), '1:02:05')
+
+
+if __name__ == '__main__':
+  absltest.main()
