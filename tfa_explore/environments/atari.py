@@ -82,7 +82,7 @@ def check_ale_v5_id(env_id: str) -> None:
         f'{env_id!r}.')
 
 
-@gin.configurable(module='atari')
+@gin.configurable(module='atari', denylist=['seed'])
 def load(env_id: str = 'ALE/MontezumaRevenge-v5',
          seed: Optional[int] = None,
          frame_skip: int = 4,

@@ -92,7 +92,7 @@ def _find(grid, object_type):
   return None, None
 
 
-@gin.configurable(module='experts')
+@gin.configurable(module='experts', denylist=['env'])
 def doorkey_expert(env):
   """Optimal-ish scripted policy for MiniGrid-DoorKey-*: key, door, goal.
 

@@ -30,7 +30,7 @@ def _merge(info: Dict[str, Any], values: Dict[str, float]) -> Dict[str, Any]:
   return info
 
 
-@gin.configurable(module='exploration')
+@gin.configurable(module='exploration', denylist=['env'])
 class VisitedCells(gym.Wrapper):
   """Counts the distinct cells an agent has visited ("episode visits").
 
@@ -75,7 +75,7 @@ class VisitedCells(gym.Wrapper):
     return observation, reward, terminated, truncated, info
 
 
-@gin.configurable(module='exploration')
+@gin.configurable(module='exploration', denylist=['env'])
 class MaxObservationValue(gym.Wrapper):
   """The largest value one observation entry has reached.
 

@@ -118,7 +118,7 @@ class ImageDirectionObservation(gym.ObservationWrapper):
     return np.concatenate(planes, axis=-1)
 
 
-@gin.configurable(module='minigrid')
+@gin.configurable(module='minigrid', denylist=['seed'])
 def load(env_id: str = gin.REQUIRED,
          seed: Optional[int] = None,
          fully_observable: bool = False,

@@ -198,7 +198,7 @@ class GymnasiumWrapper(py_environment.PyEnvironment):
     self._env.close()
 
 
-@gin.configurable(module='suite_gymnasium')
+@gin.configurable(module='suite_gymnasium', denylist=['seed'])
 def load(env_id: str = gin.REQUIRED,
          seed: Optional[int] = None,
          max_episode_steps: Optional[int] = None,

@@ -72,7 +72,8 @@ SUCCESS_TABLE = 'r2d3_agent_successes'
 PATH_PARAMETER = 'r2d3.DemonstrationReplay.path'
 
 
-@gin.configurable(module='r2d3')
+@gin.configurable(module='r2d3', denylist=[
+    'time_step_spec', 'action_spec', 'train_step_counter'])
 def r2d3_agent_fn(time_step_spec,
                   action_spec,
                   train_step_counter,

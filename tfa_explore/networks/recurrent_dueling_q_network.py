@@ -36,7 +36,6 @@ the actor saw (a stored state at a FIRST step is zeros anyway).
 
 import collections
 
-import gin
 import tensorflow as tf
 from tf_agents.keras_layers import dynamic_unroll_layer
 from tf_agents.networks import network
@@ -85,7 +84,6 @@ class DuelingOutputs(
   __slots__ = ()
 
 
-@gin.configurable
 class RecurrentDuelingQNetwork(network.Network):
   """LSTM (or feed-forward) dueling Q network with previous action and reward.
 

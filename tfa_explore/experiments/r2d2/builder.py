@@ -40,11 +40,14 @@ PROGRESS_TABLE = 'actor_progress'
 PROGRESS_QUEUE_SIZE = 100_000
 
 
-# `agent_class` and `agent_kwargs` are for other factories that build a
-# subclass on the same network and hyperparameters (`r2d3.r2d3_agent_fn`),
-# not gin parameters: a gin file binds the R2D2 ones here and the
-# subclass's own in its factory.
-@gin.configurable(module='r2d2', denylist=['agent_class', 'agent_kwargs'])
+# The specs and the counter come from the loop; `agent_class` and
+# `agent_kwargs` are for other factories that build a subclass on the same
+# network and hyperparameters (`r2d3.r2d3_agent_fn`). None of them is a
+# gin parameter: a gin file binds the R2D2 ones here and the subclass's own
+# in its factory.
+@gin.configurable(module='r2d2', denylist=[
+    'time_step_spec', 'action_spec', 'train_step_counter', 'agent_class',
+    'agent_kwargs'])
 def r2d2_agent_fn(time_step_spec,
                   action_spec,
                   train_step_counter,
