@@ -2,9 +2,11 @@
 
 The gin file chooses the experiment by binding
 `run_experiment.experiment = @on_policy.train_eval` (no string dispatch).
-Every experiment function takes `root_dir` and has `env_loader` and
-`agent_fn` parameters, which tools (record_video, the gin-file test) read
-from the parsed config.
+Every experiment function takes `root_dir`; its settings (`env_loader`,
+`agent_fn`, `num_env_steps`, `seed`, ...) are either its own gin parameters
+(`on_policy.train_eval.*`) or the fields of its family's settings dataclass
+(`r2d2.Settings.*`). Tools (record_video, the gin-file tests) read them
+with `experiment_setting`.
 """
 
 import os
