@@ -9,6 +9,7 @@ its experiment has `env_loader` and `agent_fn` parameters; `agent_fn` takes
 
 import glob
 import os
+import re
 import shutil
 import tempfile
 
@@ -19,7 +20,6 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
-from tfa_explore.experiments import rnd_ppo
 from tfa_explore.experiments import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,13 +37,16 @@ R2D3_WITHOUT_TWIN = {
                                'is scaled to 8 actor processes',
 }
 
-# The bindings an RND-PPO file may have that its PPO twin lacks (or binds
-# differently): everything about the intrinsic reward, nothing else.
-INTRINSIC_AGENT_PARAMETERS = frozenset(
-    rnd_ppo.INTRINSIC_PARAMETERS + ('use_intrinsic_reward',))
-INTRINSIC_LOOP_PARAMETERS = frozenset(['pre_training_fn'])
-INTRINSIC_CONFIGURABLES = ('warm_up_observation_normalizer',
-                           'rnd_mlp_networks', 'rnd_conv_networks')
+# What an RND-PPO file may bind after including its PPO twin: the intrinsic
+# reward (the agent's switch, its factory, the RND networks) and the warm-up
+# of its observation normaliser, nothing else.
+INTRINSIC_PARAMETERS = frozenset([('rnd_ppo.rnd_ppo_agent', 'intrinsic_reward'),
+                                  ('on_policy.train_eval', 'pre_training_fn')])
+INTRINSIC_CONFIGURABLES = frozenset(['rnd_ppo.rnd_intrinsic_reward',
+                                     'warm_up_observation_normalizer',
+                                     'rnd_mlp_networks', 'rnd_conv_networks'])
+# A binding line `selector.parameter = value` (scopes are not used here).
+BINDING_LINE = re.compile(r'^([A-Za-z_][\w.]*)\.(\w+)\s*=')
 
 
 def _bindings(path):
@@ -68,12 +71,19 @@ def is_r2d3_binding(key):
 
 
 def is_intrinsic_binding(key):
+  """Bindings an RND-PPO file may add to its PPO twin."""
   _, selector, name = key
-  if selector == 'rnd_ppo.rnd_ppo_agent':
-    return name in INTRINSIC_AGENT_PARAMETERS
-  if selector == 'on_policy.train_eval':
-    return name in INTRINSIC_LOOP_PARAMETERS
-  return any(selector.endswith(c) for c in INTRINSIC_CONFIGURABLES)
+  # Parsed selectors may be module-qualified (tfa_explore.networks....).
+  return (any(selector == configurable or selector.endswith('.' + configurable)
+              for configurable in INTRINSIC_CONFIGURABLES) or
+          (selector, name) in INTRINSIC_PARAMETERS)
+
+
+def own_binding_lines(path):
+  """(selector, parameter) of each binding written in the file itself."""
+  with open(path) as f:
+    matches = [BINDING_LINE.match(line) for line in f]
+  return [match.groups() for match in matches if match]
 
 
 def differing_bindings(rnd_path, ppo_path):
@@ -112,37 +122,45 @@ class GinFilesTest(parameterized.TestCase):
   @parameterized.named_parameters(
       (os.path.basename(path).replace('.', '_'), path)
       for path in RND_PPO_FILES)
-  def test_ppo_twin_differs_only_in_intrinsic_bindings(self, rnd_path):
+  def test_rnd_ppo_file_is_its_ppo_twin_plus_intrinsic_lines(self, rnd_path):
     ppo_path = os.path.join(REPO_ROOT, 'gin', 'ppo', os.path.basename(rnd_path))
     self.assertTrue(os.path.exists(ppo_path),
                     f'{_relative(rnd_path)} has no PPO twin {ppo_path}')
-    differing = differing_bindings(rnd_path, ppo_path)
-    not_intrinsic = [key for key in differing if not is_intrinsic_binding(key)]
+    with open(rnd_path) as f:
+      self.assertIn(f"\ninclude '{_relative(ppo_path)}'\n", f.read())
+    not_intrinsic = [line for line in own_binding_lines(rnd_path)
+                     if not is_intrinsic_binding(('',) + line)]
     self.assertEmpty(not_intrinsic,
-                     f'{_relative(rnd_path)} and its PPO twin differ in '
-                     f'non-intrinsic bindings: {not_intrinsic}')
-    # The switch itself must differ: True in the RND file, False in the twin.
-    switch = ('', 'rnd_ppo.rnd_ppo_agent', 'use_intrinsic_reward')
-    self.assertIn(switch, differing)
-    self.assertEqual(_bindings(rnd_path)[switch], 'True')
-    self.assertEqual(_bindings(ppo_path)[switch], 'False')
+                     f'{_relative(rnd_path)} binds non-intrinsic values '
+                     f'after including its twin: {not_intrinsic}')
+    differing = differing_bindings(rnd_path, ppo_path)
+    self.assertEmpty([key for key in differing
+                      if not is_intrinsic_binding(key)])
+    # The switch: the RND component in the RND file, None in the twin.
+    switch = ('', 'rnd_ppo.rnd_ppo_agent', 'intrinsic_reward')
+    self.assertEqual(_bindings(rnd_path)[switch],
+                     '@rnd_ppo.rnd_intrinsic_reward')
+    self.assertEqual(_bindings(ppo_path)[switch], 'None')
 
-  def test_twin_check_catches_a_non_intrinsic_difference(self):
-    # The whitelist is not vacuous: a changed learning rate is reported.
+  def test_twin_check_catches_a_non_intrinsic_line(self):
+    # The allowed set is not vacuous: a learning rate set after the include
+    # is reported, even when it repeats the twin's value.
     rnd_path = os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', 'mountaincar.gin')
     temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
     self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
-    changed = os.path.join(temp_dir, 'changed.gin')
-    with open(rnd_path) as source, open(changed, 'w') as target:
-      target.write(source.read().replace(
-          'rnd_ppo.rnd_ppo_agent.learning_rate = 1e-3',
-          'rnd_ppo.rnd_ppo_agent.learning_rate = 3e-4'))
-    differing = differing_bindings(rnd_path, changed)
-    self.assertEqual(differing,
-                     [('', 'rnd_ppo.rnd_ppo_agent', 'learning_rate')])
-    self.assertFalse(is_intrinsic_binding(differing[0]))
+    gin.add_config_file_search_path(REPO_ROOT)  # for the include
+    key = ('', 'rnd_ppo.rnd_ppo_agent', 'learning_rate')
+    self.assertFalse(is_intrinsic_binding(key))
     self.assertTrue(is_intrinsic_binding(
-        ('', 'rnd_ppo.rnd_ppo_agent', 'intrinsic_advantage_coef')))
+        ('', 'rnd_ppo.rnd_intrinsic_reward', 'coef')))
+    # The twin's value 1e-3 repeated: only the line check sees it.
+    for value, differing in (('1e-3', []), ('3e-4', [key])):
+      changed = os.path.join(temp_dir, f'changed_{value}.gin')
+      with open(rnd_path) as source, open(changed, 'w') as target:
+        target.write(source.read() +
+                     f'rnd_ppo.rnd_ppo_agent.learning_rate = {value}\n')
+      self.assertIn(key[1:], own_binding_lines(changed))
+      self.assertEqual(differing_bindings(rnd_path, changed), differing)
 
   def test_every_r2d3_file_has_a_twin_or_a_reason(self):
     names = {_relative(path) for path in R2D3_FILES}

@@ -1,4 +1,4 @@
-"""RndPPOAgent on a tiny fake environment: training, RND nets, saving."""
+"""RndPPOAgent on a tiny fake environment: training, RND component, saving."""
 
 import glob
 import os
@@ -16,6 +16,7 @@ from tf_agents.trajectories import time_step as ts
 
 from tfa_explore import agents
 from tfa_explore import networks
+from tfa_explore.agents import rnd_ppo
 from tfa_explore.agents.rnd_ppo import agent as agent_lib
 from tfa_explore.testing import fake_envs
 
@@ -37,27 +38,35 @@ def make_env():
       batched_py_environment.BatchedPyEnvironment(envs, multithreading=False))
 
 
-def make_agent(env, seed=0, **kwargs):
-  """A small RndPPOAgent for `env` (a TF or Py environment)."""
+def make_intrinsic_reward(observation_spec, **kwargs):
+  """A small RndIntrinsicReward."""
+  target_net, predictor_net = networks.rnd_mlp_networks(
+      observation_spec, torso_fc_layer_params=(16,),
+      predictor_fc_layer_params=(16,), output_dim=8)
+  return rnd_ppo.RndIntrinsicReward(
+      observation_spec, target_net=target_net, predictor_net=predictor_net,
+      optimizer=tf.keras.optimizers.Adam(1e-2), **kwargs)
+
+
+def make_agent(env, seed=0, intrinsic_settings=None, rnd=True, **kwargs):
+  """A small RndPPOAgent (or with `rnd=False` its PPO twin) for `env`."""
   tf.random.set_seed(seed)
   observation_spec, action_spec, time_step_spec = spec_utils.get_tensor_specs(
       env)
   actor_net = actor_distribution_network.ActorDistributionNetwork(
       observation_spec, action_spec, fc_layer_params=(16,))
   value_net = networks.DualValueNetwork(observation_spec, fc_layer_params=(16,))
-  target_net, predictor_net = networks.rnd_mlp_networks(
-      observation_spec, torso_fc_layer_params=(16,),
-      predictor_fc_layer_params=(16,), output_dim=8)
+  intrinsic_reward = (make_intrinsic_reward(observation_spec,
+                                            **(intrinsic_settings or {}))
+                      if rnd else None)
   settings = dict(num_epochs=2, num_minibatches=2,
-                  rnd_optimizer=tf.keras.optimizers.Adam(1e-2),
                   train_step_counter=tf.Variable(0, dtype=tf.int64))
   settings.update(kwargs)
   return agents.RndPPOAgent(
       time_step_spec, action_spec,
       optimizer=tf.keras.optimizers.Adam(1e-3),
       actor_net=actor_net, value_net=value_net,
-      rnd_target_net=target_net, rnd_predictor_net=predictor_net,
-      **settings)
+      intrinsic_reward=intrinsic_reward, **settings)
 
 
 def collect(env, agent):
@@ -74,12 +83,24 @@ def values_of(variables):
   return [v.numpy().copy() for v in variables]
 
 
+def read_scalars(logdir):
+  """{tag: [values]} of the scalar summaries in `logdir`."""
+  scalars = {}
+  for path in glob.glob(os.path.join(logdir, 'events.*')):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        scalars.setdefault(value.tag, []).append(
+            float(tf.make_ndarray(value.tensor)))
+  return scalars
+
+
 class RndPPOAgentTest(_TestCase):
 
   def setUp(self):
     super().setUp()
     self.env = make_env()
     self.agent = make_agent(self.env)
+    self.rnd = self.agent.intrinsic_reward
 
   def test_policy_info_carries_both_values(self):
     info_spec = self.agent.collect_policy.info_spec
@@ -106,21 +127,24 @@ class RndPPOAgentTest(_TestCase):
     self.assertGreater(float(loss_info.extra.predictor_loss), 0.0)
     # 2 epochs x 2 minibatches = 4 gradient steps.
     self.assertEqual(int(self.agent.train_step_counter), 4)
-    tags = set()
-    for path in glob.glob(os.path.join(logdir, 'events.*')):
-      for event in tf.compat.v1.train.summary_iterator(path):
-        tags.update(value.tag for value in event.summary.value)
+    scalars = read_scalars(logdir)
     for tag in ['Intrinsic/reward_raw_mean', 'Intrinsic/reward_raw_std',
                 'Intrinsic/reward_raw_max', 'Intrinsic/reward_normalized_mean',
                 'Intrinsic/reward_normalized_std',
                 'Intrinsic/reward_normalized_max', 'Intrinsic/return_std',
                 'Losses/predictor_loss', 'Losses/extrinsic_value_loss',
-                'Losses/intrinsic_value_loss',
-                'Losses/explained_variance_extrinsic',
+                'Losses/intrinsic_value_loss', 'Losses/clip_fraction',
+                'Losses/entropy', 'Losses/explained_variance_extrinsic',
                 'Losses/explained_variance_intrinsic',
                 'Normalizers/rnd_observation_mean',
                 'Normalizers/rnd_observation_std']:
-      self.assertIn(tag, tags)
+      self.assertIn(tag, scalars)
+    # Every loss field is the mean over the 4 minibatches, written once.
+    for name in agent_lib.RndPPOLossInfo._fields:
+      self.assertLen(scalars[f'Losses/{name}'], 1)
+      self.assertAllClose(scalars[f'Losses/{name}'][0],
+                          getattr(loss_info.extra, name))
+    self.assertBetween(float(loss_info.extra.clip_fraction), 0.0, 1.0)
 
   def test_train_under_tf_function(self):
     train = tf.function(self.agent.train)
@@ -129,16 +153,40 @@ class RndPPOAgentTest(_TestCase):
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
     self.assertEqual(int(self.agent.train_step_counter), 8)
 
+  def test_value_losses_are_returned_per_head(self):
+    experience = self.agent._preprocess(collect(self.env, self.agent))  # pylint: disable=protected-access
+    info = experience.policy_info
+    heads = {'extrinsic': info[agent_lib.RETURN],
+             'intrinsic': info[agent_lib.INTRINSIC_RETURN]}
+    old_values = {'extrinsic': info['value_prediction'],
+                  'intrinsic': info['intrinsic_value_prediction']}
+    weights = tf.ones_like(info[agent_lib.RETURN])
+    losses = self.agent.value_losses(experience.observation,
+                                     experience.step_type, heads, old_values,
+                                     weights)
+    self.assertSameElements(losses.keys(), ['extrinsic', 'intrinsic'])
+    values, _ = self.agent.collect_policy.apply_value_network(
+        experience.observation, experience.step_type)
+    for head in heads:
+      # value_pred_loss_coef 0.5 x mean squared error over every row.
+      expected = 0.5 * np.mean(np.square(heads[head] - values[head]))
+      self.assertAllClose(losses[head], expected, rtol=1e-5)
+
+  def test_compute_return_and_advantage_names_what_to_call(self):
+    with self.assertRaisesRegex(NotImplementedError,
+                                'preprocess_sequence.*dual_gae'):
+      self.agent.compute_return_and_advantage(None, None)
+
   def test_gradients_reach_predictor_but_never_target(self):
-    self.assertEmpty(self.agent.rnd_target_net.trainable_variables)
+    self.assertEmpty(self.rnd.target_net.trainable_variables)
     observations = tf.random.normal([5, 1])
-    rnd_inputs = self.agent.rnd_inputs(observations)
-    target_variables = self.agent.rnd_target_net.variables
-    predictor_variables = self.agent.rnd_predictor_net.trainable_variables
+    rnd_inputs = self.rnd.inputs(observations)
+    target_variables = self.rnd.target_net.variables
+    predictor_variables = self.rnd.predictor_net.trainable_variables
     with tf.GradientTape(watch_accessed_variables=False) as tape:
       tape.watch(target_variables + predictor_variables)
-      targets, _ = self.agent.rnd_target_net(rnd_inputs)
-      loss = self.agent.predictor_loss(rnd_inputs, targets, tf.ones([5]))
+      targets, _ = self.rnd.target_net(rnd_inputs)
+      loss = self.rnd.predictor_loss(rnd_inputs, targets, tf.ones([5]))
     target_grads, predictor_grads = tape.gradient(
         loss, (target_variables, predictor_variables))
     self.assertTrue(all(g is None for g in target_grads))
@@ -147,41 +195,45 @@ class RndPPOAgentTest(_TestCase):
         float(tf.linalg.global_norm(predictor_grads)), 0.0)
 
   def test_target_fixed_and_predictor_trained_over_steps(self):
-    target_before = values_of(self.agent.rnd_target_net.variables)
-    predictor_before = values_of(self.agent.rnd_predictor_net.variables)
+    target_before = values_of(self.rnd.target_net.variables)
+    predictor_before = values_of(self.rnd.predictor_net.variables)
     for _ in range(2):
       self.agent.train(collect(self.env, self.agent))
     for before, after in zip(target_before,
-                             values_of(self.agent.rnd_target_net.variables)):
+                             values_of(self.rnd.target_net.variables)):
       self.assertAllEqual(before, after)
     changed = [not np.array_equal(b, a) for b, a in zip(
-        predictor_before, values_of(self.agent.rnd_predictor_net.variables))]
+        predictor_before, values_of(self.rnd.predictor_net.variables))]
     self.assertTrue(all(changed))
 
-  def test_checkpoint_restores_rnd_nets_and_normalizers(self):
+  def test_checkpoint_restores_the_intrinsic_reward(self):
     self.agent.train(collect(self.env, self.agent))
     self.agent.train(collect(self.env, self.agent))
 
     def state(agent):
+      rnd = agent.intrinsic_reward
       return {
-          'target': agent.rnd_target_net.variables,
-          'predictor': agent.rnd_predictor_net.variables,
-          'rnd_obs': tf.nest.flatten(
-              agent.rnd_observation_normalizer.variables),
-          'returns': tf.nest.flatten(
-              agent.intrinsic_return_normalizer.variables),
+          'target': rnd.target_net.variables,
+          'predictor': rnd.predictor_net.variables,
+          'predictor_optimizer': rnd.optimizer.variables,
+          'rnd_obs': tf.nest.flatten(rnd.observation_normalizer.variables),
+          'returns': tf.nest.flatten(rnd.return_normalizer.variables),
           'policy_obs': tf.nest.flatten(
               agent.collect_policy.observation_normalizer.variables),
       }
 
     saved = {k: values_of(v) for k, v in state(self.agent).items()}
+    # 2 updates x 4 minibatches of predictor steps.
+    self.assertEqual(int(self.rnd.optimizer.iterations), 8)
     # One intrinsic-return filter entry per environment.
-    self.assertLen(
-        self.agent.intrinsic_return_normalizer.filter_state.numpy(), NUM_ENVS)
+    self.assertLen(self.rnd.return_normalizer.filter_state.numpy(), NUM_ENVS)
     path = tf.train.Checkpoint(agent=self.agent).save(
         os.path.join(self.get_temp_dir(), 'ckpt'))
 
     other = make_agent(self.env, seed=7)
+    # The predictor's Adam slots exist before the restore, as in a resumed
+    # run whose first train step has been traced.
+    other.train(collect(self.env, other))
     fresh = {k: values_of(v) for k, v in state(other).items()}
     self.assertFalse(np.array_equal(fresh['target'][0], saved['target'][0]))
     tf.train.Checkpoint(agent=other).restore(path).assert_existing_objects_matched()
@@ -214,8 +266,7 @@ class RndPPOAgentTest(_TestCase):
     seen = agents.warm_up_observation_normalizer(
         agent=self.agent, environment=self.env, num_steps=5)
     self.assertEqual(seen, 5 * NUM_ENVS)
-    self.assertAllClose(self.agent.rnd_observation_normalizer.count(),
-                        [20.0])
+    self.assertAllClose(self.rnd.observation_normalizer.count(), [20.0])
     # The policy's normaliser stays at its initial count (1e-8).
     policy_count = self.agent.collect_policy.observation_normalizer.variables[0]
     self.assertAllClose(policy_count, [0.0], atol=1e-6)
@@ -230,10 +281,11 @@ class RndPPOAgentTest(_TestCase):
                         intrinsic_advantages, atol=1e-5)
 
   def test_ablations_construct_and_train(self):
-    agent = make_agent(self.env, use_obs_normalization=False,
-                       use_intrinsic_return_normalization=False,
-                       non_episodic_intrinsic=False,
-                       predictor_update_proportion=1.0, num_minibatches=1)
+    agent = make_agent(
+        self.env, num_minibatches=1,
+        intrinsic_settings=dict(normalize_observations=False,
+                                normalize_returns=False, non_episodic=False,
+                                predictor_update_proportion=1.0))
     loss_info = agent.train(collect(self.env, agent))
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
     # Without return normalisation the rewards pass through unchanged.
@@ -242,21 +294,10 @@ class RndPPOAgentTest(_TestCase):
                         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
 
   def test_ppo_twin_has_no_intrinsic_reward(self):
-    observation_spec, action_spec, time_step_spec = (
-        spec_utils.get_tensor_specs(self.env))
-    tf.random.set_seed(0)
-    twin = agents.RndPPOAgent(
-        time_step_spec, action_spec,
-        optimizer=tf.keras.optimizers.Adam(1e-3),
-        actor_net=actor_distribution_network.ActorDistributionNetwork(
-            observation_spec, action_spec, fc_layer_params=(16,)),
-        value_net=networks.DualValueNetwork(observation_spec,
-                                            fc_layer_params=(16,)),
-        use_intrinsic_reward=False, extrinsic_advantage_coef=2.0,
-        num_epochs=2, num_minibatches=2,
-        train_step_counter=tf.Variable(0, dtype=tf.int64))
-    self.assertFalse(twin.use_intrinsic_reward)
-    self.assertIsNone(twin.rnd_predictor_net)
+    twin = make_agent(self.env, rnd=False, extrinsic_advantage_coef=2.0)
+    self.assertIsInstance(twin.intrinsic_reward, rnd_ppo.NoIntrinsicReward)
+    self.assertFalse(twin.intrinsic_reward.enabled)
+    self.assertEmpty(twin.intrinsic_reward.variables)
     experience = collect(self.env, twin)
     processed = twin._preprocess(experience)  # pylint: disable=protected-access
     info = processed.policy_info
@@ -274,9 +315,9 @@ class RndPPOAgentTest(_TestCase):
                         2.0 * extrinsic_advantages, atol=1e-5)
     self.assertGreater(np.abs(extrinsic_advantages).max(), 0.0)
 
-    intrinsic_head = [v for v in twin._value_net.trainable_variables  # pylint: disable=protected-access
+    intrinsic_head = [v for v in twin.collect_policy.variables()
                       if 'intrinsic_value' in v.name]
-    extrinsic_head = [v for v in twin._value_net.trainable_variables  # pylint: disable=protected-access
+    extrinsic_head = [v for v in twin.collect_policy.variables()
                       if 'extrinsic_value' in v.name]
     self.assertLen(intrinsic_head, 2)
     intrinsic_before = values_of(intrinsic_head)
@@ -292,38 +333,28 @@ class RndPPOAgentTest(_TestCase):
       self.assertAllEqual(before, after)
     self.assertFalse(all(np.array_equal(b, a) for b, a in zip(
         extrinsic_before, values_of(extrinsic_head))))
-    tags = set()
-    for path in glob.glob(os.path.join(logdir, 'events.*')):
-      for event in tf.compat.v1.train.summary_iterator(path):
-        tags.update(value.tag for value in event.summary.value)
+    tags = set(read_scalars(logdir))
     self.assertIn('Losses/extrinsic_value_loss', tags)
     self.assertFalse([t for t in tags if t.startswith(('Intrinsic/',
                                                        'Normalizers/'))])
-    with self.assertRaisesRegex(ValueError, 'no RND networks'):
-      twin.rnd_inputs(experience.observation)
     # The warm-up is a no-op for the twin.
     self.assertEqual(
         agents.warm_up_observation_normalizer(
             agent=twin, environment=self.env, num_steps=2), 2 * NUM_ENVS)
 
-  def test_ppo_twin_rejects_rnd_networks(self):
-    observation_spec, action_spec, time_step_spec = (
-        spec_utils.get_tensor_specs(self.env))
-    with self.assertRaisesRegex(ValueError, 'use_intrinsic_reward=False'):
-      agents.RndPPOAgent(
-          time_step_spec, action_spec,
-          optimizer=tf.keras.optimizers.Adam(1e-3),
-          actor_net=actor_distribution_network.ActorDistributionNetwork(
-              observation_spec, action_spec, fc_layer_params=(8,)),
-          value_net=networks.DualValueNetwork(observation_spec,
-                                              fc_layer_params=(8,)),
-          rnd_networks_fn=networks.rnd_mlp_networks,
-          use_intrinsic_reward=False,
-          train_step_counter=tf.Variable(0, tf.int64))
+  def test_intrinsic_only_needs_an_intrinsic_reward(self):
+    with self.assertRaisesRegex(ValueError, 'intrinsic_only'):
+      make_agent(self.env, rnd=False, intrinsic_only=True)
 
-  def test_rnd_networks_fn_builds_the_pair(self):
-    observation_spec, action_spec, time_step_spec = (
-        spec_utils.get_tensor_specs(self.env))
+  def test_networks_fn_builds_the_pair(self):
+    observation_spec = self.env.observation_spec()
+    rnd = rnd_ppo.RndIntrinsicReward(
+        observation_spec,
+        networks_fn=lambda spec: networks.rnd_mlp_networks(
+            spec, torso_fc_layer_params=(8,), predictor_fc_layer_params=(8,),
+            output_dim=4))
+    self.assertEqual(rnd.predictor_net.output_dim, 4)
+    _, action_spec, time_step_spec = spec_utils.get_tensor_specs(self.env)
     agent = agents.RndPPOAgent(
         time_step_spec, action_spec,
         optimizer=tf.keras.optimizers.Adam(1e-3),
@@ -331,17 +362,17 @@ class RndPPOAgentTest(_TestCase):
             observation_spec, action_spec, fc_layer_params=(8,)),
         value_net=networks.DualValueNetwork(observation_spec,
                                             fc_layer_params=(8,)),
-        rnd_networks_fn=lambda spec: networks.rnd_mlp_networks(
-            spec, torso_fc_layer_params=(8,), predictor_fc_layer_params=(8,),
-            output_dim=4),
-        num_minibatches=2, train_step_counter=tf.Variable(0, tf.int64))
-    self.assertEqual(agent.rnd_predictor_net.output_dim, 4)
+        intrinsic_reward=rnd, num_minibatches=2,
+        train_step_counter=tf.Variable(0, tf.int64))
     self.assertTrue(np.isfinite(
         agent.train(collect(self.env, agent)).loss.numpy()))
 
   def test_rejects_bad_settings(self):
     with self.assertRaisesRegex(ValueError, 'predictor_update_proportion'):
-      make_agent(self.env, predictor_update_proportion=0.0)
+      make_intrinsic_reward(self.env.observation_spec(),
+                            predictor_update_proportion=0.0)
+    with self.assertRaisesRegex(ValueError, 'num_epochs'):
+      make_agent(self.env, num_epochs=0)
 
 
 if __name__ == '__main__':

@@ -40,6 +40,20 @@ class DualGaeTest(_TestCase):
         extrinsic_coef=2.0,
         intrinsic_coef=1.0)
 
+  def test_extrinsic_gae_is_the_extrinsic_stream_alone(self):
+    batch = self._episode_end_batch()
+    for key in ('intrinsic_rewards', 'intrinsic_values',
+                'intrinsic_discount', 'intrinsic_coef'):
+      del batch[key]
+    out = maths.extrinsic_gae(**batch)
+    # The extrinsic stream of test_episode_end_cuts_extrinsic_not_intrinsic.
+    self.assertAllClose(out.extrinsic_advantages, [[0.75, 1., 0., 1.]])
+    self.assertAllClose(out.extrinsic_returns, [[1.75, 2., 4., 7.]])
+    self.assertAllEqual(out.intrinsic_advantages, [[0., 0., 0., 0.]])
+    self.assertAllEqual(out.intrinsic_returns, [[0., 0., 0., 0.]])
+    # extrinsic_coef 2 x A_E.
+    self.assertAllClose(out.advantages, [[1.5, 2., 0., 2.]])
+
   def test_episode_end_cuts_extrinsic_not_intrinsic(self):
     out = maths.dual_gae(**self._episode_end_batch())
     # Extrinsic, gamma = lambda = 0.5, so the trace weight is 0.25:
@@ -102,6 +116,46 @@ class DualGaeTest(_TestCase):
     self.assertAllClose(advantages, [[1., 2.]])
 
 
+class PpoLossMathsTest(_TestCase):
+
+  def test_clipped_surrogate_loss(self):
+    # Ratios 2, 0.5, 1.05, 1; advantages 1, 1, -1, 3; the last row has
+    # weight 0; epsilon 0.2:
+    #   min(2 * 1, 1.2 * 1) = 1.2; min(0.5, 0.8) = 0.5;
+    #   min(-1.05, -1.05) = -1.05; the last row counts 0.
+    # Loss = -(1.2 + 0.5 - 1.05 + 0) / 4 rows = -0.1625.
+    old_log_probs = tf.zeros([1, 4])
+    log_probs = tf.math.log([[2., 0.5, 1.05, 1.]])
+    advantages = tf.constant([[1., 1., -1., 3.]])
+    weights = tf.constant([[1., 1., 1., 0.]])
+    loss, clip_fraction = maths.clipped_surrogate_loss(
+        log_probs, old_log_probs, advantages, weights, clipping=0.2)
+    self.assertAllClose(loss, -0.1625)
+    # |2 - 1| and |0.5 - 1| exceed 0.2, |1.05 - 1| does not: 2 of the 3
+    # rows with weight > 0.
+    self.assertAllClose(clip_fraction, 2. / 3.)
+    # No clipping: -(2 + 0.5 - 1.05 + 0) / 4 = -0.3625.
+    loss, _ = maths.clipped_surrogate_loss(
+        log_probs, old_log_probs, advantages, weights, clipping=0.0)
+    self.assertAllClose(loss, -0.3625)
+
+  def test_value_loss(self):
+    returns = tf.constant([[1., 2.]])
+    values = tf.constant([[1.2, 2.5]])
+    # (0.04 + 0.25) / 2 = 0.145; with the second row weighted 0: 0.02.
+    self.assertAllClose(maths.value_loss(returns, values, tf.ones([1, 2])),
+                        0.145)
+    self.assertAllClose(
+        maths.value_loss(returns, values, tf.constant([[1., 0.]])), 0.02)
+    # Clip 0.5 around old values 0 and 2: row 0's clipped value is 0.5,
+    # error (1 - 0.5)^2 = 0.25 > 0.04; row 1's is 2.5 (inside), 0.25.
+    # (0.25 + 0.25) / 2 = 0.25.
+    self.assertAllClose(
+        maths.value_loss(returns, values, tf.ones([1, 2]),
+                         old_values=tf.constant([[0., 2.]]), clipping=0.5),
+        0.25)
+
+
 class IntrinsicRewardMathsTest(_TestCase):
 
   def test_return_filter(self):
@@ -130,6 +184,21 @@ class IntrinsicRewardMathsTest(_TestCase):
     # All six {1, 1.5, 2, 1, 0.75, 1.5}: mean 7.75 / 6 = 1.291667,
     # E[x^2] = 11.0625 / 6 = 1.84375, var = 1.84375 - 1.291667^2 = 0.175347.
     self.assertAllClose(normalizer.std(), np.sqrt(0.175347), atol=1e-5)
+
+  def test_return_statistics_never_divide_by_a_zero_count(self):
+    normalizer = normalizers.IntrinsicReturnNormalizer(gamma=0.5)
+    normalizer.update(tf.constant([[1., 1.], [2., 0.]]))
+    std = float(normalizer.std())
+    # A batch without elements: its mean would be 0 / 0 and turn the
+    # running statistics NaN for good; it leaves them unchanged.
+    normalizer.update(tf.zeros([0, 2]))
+    self.assertAllClose(normalizer.std(), std)
+    self.assertAllClose(normalizer.normalize(tf.constant([1.])), [1. / std],
+                        atol=1e-4)
+    # With a count of 0 (a state built or restored by hand) the std is 0.
+    count, = [v for v in normalizer.variables if 'count' in v.name]
+    count.assign(tf.zeros_like(count))
+    self.assertEqual(float(normalizer.std()), 0.0)
 
   def test_prediction_error_is_mean_over_features(self):
     # Row 0: ((1 - 0)^2 + (2 - 0)^2) / 2 = 2.5; row 1: (1 + 1) / 2 = 1.
@@ -178,6 +247,16 @@ class RndObservationNormalizerTest(_TestCase):
     # (100 - 1) / 1 = 99 -> 5; (-100 - 1) -> -5; (2 - 1) / 1 = 1.
     # Feature 1: (10 - 10) = 0; (11 - 10) / sqrt(1e-8) = 1e4 -> 5.
     self.assertAllClose(out, [[5., 0.], [-5., 5.], [1., 0.]], atol=1e-4)
+
+  def test_empty_batch_leaves_statistics_finite(self):
+    normalizer = normalizers.RndObservationNormalizer(
+        tensor_spec.TensorSpec([1], tf.float32))
+    normalizer.update(tf.constant([[0.], [2.]]))
+    normalizer.update(tf.zeros([0, 1]))
+    mean, std = normalizer.mean_and_std()
+    # {0, 2}: mean 1, std 1.
+    self.assertAllClose(mean, [1.])
+    self.assertAllClose(std, [1.])
 
   def test_disabled_is_identity(self):
     normalizer = normalizers.RndObservationNormalizer(

@@ -1,10 +1,15 @@
 """rnd_ppo.rnd_ppo_agent: RND-PPO and its twin from the same factory."""
 
+import functools
+
 from absl.testing import absltest
+import gin
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
 from tfa_explore import networks
+from tfa_explore.agents import rnd_ppo as rnd_ppo_agents
+from tfa_explore.experiments import errors
 from tfa_explore.experiments import rnd_ppo
 from tfa_explore.testing import fake_envs
 
@@ -15,13 +20,12 @@ SHARED = dict(
     extrinsic_advantage_coef=2.0, normalize_observations=True,
     actor_fc_layers=(8,), value_fc_layers=(8,), activation_fn=tf.nn.tanh)
 INTRINSIC = dict(
-    intrinsic_advantage_coef=1.0, intrinsic_discount_factor=0.99,
-    rnd_networks_fn=lambda spec: networks.rnd_mlp_networks(
+    coef=1.0, discount=0.97, non_episodic=True, normalize_returns=True,
+    observation_clip=5.0,
+    networks_fn=lambda spec: networks.rnd_mlp_networks(
         spec, torso_fc_layer_params=(8,), predictor_fc_layer_params=(8,),
         output_dim=4),
-    rnd_learning_rate=1e-4, predictor_update_proportion=0.25,
-    rnd_observation_clip=5.0, use_intrinsic_return_normalization=True,
-    non_episodic_intrinsic=True)
+    learning_rate=1e-4, adam_epsilon=1e-5, predictor_update_proportion=0.25)
 
 
 class RndPpoFactoryTest(absltest.TestCase):
@@ -30,6 +34,8 @@ class RndPpoFactoryTest(absltest.TestCase):
     super().setUp()
     self.env = tf_py_environment.TFPyEnvironment(
         fake_envs.load_counting(seed=0))
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
 
   def build(self, **kwargs):
     return rnd_ppo.rnd_ppo_agent(
@@ -38,12 +44,16 @@ class RndPpoFactoryTest(absltest.TestCase):
         train_step_counter=tf.Variable(0, dtype=tf.int64), **kwargs)
 
   def test_builds_rnd_ppo_and_twin(self):
-    agent = self.build(use_intrinsic_reward=True, **SHARED, **INTRINSIC)
-    self.assertTrue(agent.use_intrinsic_reward)
-    self.assertEqual(agent.rnd_predictor_net.output_dim, 4)
-    twin = self.build(use_intrinsic_reward=False, **SHARED)
-    self.assertFalse(twin.use_intrinsic_reward)
-    self.assertIsNone(twin.rnd_predictor_net)
+    agent = self.build(
+        intrinsic_reward=functools.partial(rnd_ppo.rnd_intrinsic_reward,
+                                           **INTRINSIC), **SHARED)
+    self.assertIsInstance(agent.intrinsic_reward,
+                          rnd_ppo_agents.RndIntrinsicReward)
+    self.assertEqual(agent.intrinsic_reward.predictor_net.output_dim, 4)
+    self.assertEqual(agent.intrinsic_reward.discount, 0.97)
+    twin = self.build(intrinsic_reward=None, **SHARED)
+    self.assertIsInstance(twin.intrinsic_reward,
+                          rnd_ppo_agents.NoIntrinsicReward)
     # Same actor architecture in both.
     self.assertEqual(
         [v.shape for v in agent.collect_policy.variables()
@@ -51,16 +61,31 @@ class RndPpoFactoryTest(absltest.TestCase):
         [v.shape for v in twin.collect_policy.variables()
          if 'ActorDistributionNetwork' in v.name])
 
-  def test_rnd_ppo_needs_every_intrinsic_setting(self):
-    settings = dict(INTRINSIC)
-    del settings['intrinsic_discount_factor']
-    with self.assertRaisesRegex(ValueError, 'intrinsic_discount_factor'):
-      self.build(use_intrinsic_reward=True, **SHARED, **settings)
+  def assert_missing_binding(self, parameter, build):
+    with self.assertRaises(RuntimeError) as raised:
+      build()
+    self.assertTrue(errors.is_missing_binding(raised.exception))
+    self.assertIn(parameter, str(raised.exception))
 
-  def test_twin_rejects_intrinsic_settings(self):
-    with self.assertRaisesRegex(ValueError, 'predictor_update_proportion'):
-      self.build(use_intrinsic_reward=False, predictor_update_proportion=0.25,
-                 **SHARED)
+  def test_intrinsic_reward_must_be_bound(self):
+    # None (the twin) must be said, not fallen back to.
+    self.assert_missing_binding('intrinsic_reward',
+                                lambda: self.build(**SHARED))
+
+  def test_rnd_intrinsic_reward_needs_every_setting(self):
+    settings = dict(INTRINSIC)
+    del settings['discount']
+    self.assert_missing_binding('discount', lambda: self.build(
+        intrinsic_reward=functools.partial(rnd_ppo.rnd_intrinsic_reward,
+                                           **settings), **SHARED))
+
+  def test_agent_class_is_configured_through_the_factory_only(self):
+    # A binding of the class would be silently overridden by the factory,
+    # so the class is not registered with gin.
+    with self.assertRaises(ValueError):
+      gin.parse_config('RndPPOAgent.num_epochs = 3')
+    with self.assertRaises(ValueError):
+      gin.parse_config('rnd_ppo.rnd_intrinsic_reward.observation_spec = 1')
 
 
 if __name__ == '__main__':

@@ -73,8 +73,8 @@ class ReverbPipelineTest(_TestCase):
               sample_batch_size=1),
           num_samples=1, num_epochs=2, shuffle_buffer_size=1,
           triggers=[])
-      predictor_before = [
-          v.numpy().copy() for v in agent.rnd_predictor_net.variables]
+      predictor = agent.intrinsic_reward.predictor_net
+      predictor_before = [v.numpy().copy() for v in predictor.variables]
 
       collect_actor.run()
       observer.flush()
@@ -84,13 +84,13 @@ class ReverbPipelineTest(_TestCase):
       self.assertEqual(int(train_step), 2)
       # The learner fed the RND normaliser through update_observation_
       # normalizer; the preprocessing ran the intrinsic-return filter.
-      self.assertAllClose(agent.rnd_observation_normalizer.count(),
-                          [SEQUENCE_LENGTH], atol=1e-6)
-      self.assertLen(agent.intrinsic_return_normalizer.filter_state.numpy(),
-                     1)
+      self.assertAllClose(
+          agent.intrinsic_reward.observation_normalizer.count(),
+          [SEQUENCE_LENGTH], atol=1e-6)
+      self.assertLen(
+          agent.intrinsic_reward.return_normalizer.filter_state.numpy(), 1)
       changed = [not np.array_equal(b, a) for b, a in zip(
-          predictor_before,
-          [v.numpy() for v in agent.rnd_predictor_net.variables])]
+          predictor_before, [v.numpy() for v in predictor.variables])]
       self.assertTrue(all(changed))
     finally:
       server.stop()

@@ -45,7 +45,9 @@ def observation_preprocessing(observation_spec,
       lambda x: tf.cast(x, tf.float32) * scale, name='cast_and_scale')
 
 
-@gin.configurable(module='ppo')
+@gin.configurable(module='ppo',
+                  denylist=['time_step_spec', 'action_spec',
+                            'train_step_counter', 'agent_class'])
 def ppo_clip_agent(
     time_step_spec,
     action_spec,
@@ -100,7 +102,8 @@ def ppo_clip_agent(
     value_clipping: PPO value-prediction clip; None for no clipping.
     debug_summaries: TF-Agents' histograms of advantages, actions, etc.
     agent_class: PPOClipAgent or a subclass with the same constructor
-      arguments (variants that override `_train` or `_loss`).
+      arguments (variants that override `_train` or `_loss`); passed by
+      callers in Python, not bindable in gin.
 
   Returns:
     An initialized PPOClipAgent.

@@ -4,7 +4,6 @@ RND-PPO (Burda et al. 2018, section 2.3) fits the two return streams with
 separate heads because they differ in discount and episodicity.
 """
 
-import gin
 import tensorflow as tf
 from tf_agents.networks import encoding_network
 from tf_agents.networks import network
@@ -13,9 +12,11 @@ EXTRINSIC = 'extrinsic'
 INTRINSIC = 'intrinsic'
 
 
-@gin.configurable
 class DualValueNetwork(network.Network):
   """Emits `{'extrinsic': V_E, 'intrinsic': V_I}`, each shaped like the batch.
+
+  Not a gin configurable: `rnd_ppo.rnd_ppo_agent` builds it from its own
+  parameters, which a binding of the class would not override.
 
   The output is a dict of two scalar values per observation, which TF-Agents'
   `nest_utils.assert_value_spec` accepts as a value network output.

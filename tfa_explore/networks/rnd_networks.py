@@ -21,7 +21,7 @@ ATARI_CONV_LAYER_PARAMS = ((32, 8, 4), (64, 4, 2), (64, 3, 1))
 PAPER_OUTPUT_DIM = 512
 
 
-@gin.configurable
+@gin.configurable(denylist=['observation'])
 def last_frame(observation):
   """Keeps only the last channel of a `[..., H, W, C]` frame stack.
 
@@ -105,7 +105,7 @@ class RndNetwork(network.Network):
     return batch_squash.unflatten(features), network_state
 
 
-@gin.configurable
+@gin.configurable(denylist=['input_tensor_spec'])
 def rnd_conv_networks(
     input_tensor_spec,
     conv_layer_params: Sequence[Tuple[int, int, int]] = (
@@ -134,7 +134,7 @@ def rnd_conv_networks(
   return target, predictor
 
 
-@gin.configurable
+@gin.configurable(denylist=['input_tensor_spec'])
 def rnd_mlp_networks(
     input_tensor_spec,
     torso_fc_layer_params: Sequence[int] = (64, 64),

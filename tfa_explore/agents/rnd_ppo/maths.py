@@ -15,6 +15,7 @@ import collections
 
 import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
+from tf_agents.utils import common
 
 DualAdvantages = collections.namedtuple(
     'DualAdvantages',
@@ -177,6 +178,45 @@ def dual_gae(extrinsic_rewards,
                   intrinsic_coef * intrinsic_advantages))
 
 
+def extrinsic_gae(extrinsic_rewards,
+                  extrinsic_values,
+                  step_types,
+                  next_step_types,
+                  next_discounts,
+                  extrinsic_discount,
+                  td_lambda,
+                  extrinsic_coef):
+  """`dual_gae` without an intrinsic stream (the PPO twin's advantages).
+
+  The extrinsic stream is `dual_gae`'s; the intrinsic advantages and
+  returns are zeros and the advantage is `extrinsic_coef * A_E`.
+
+  Args:
+    extrinsic_rewards: `[B, T]`.
+    extrinsic_values: `[B, T + 1]` extrinsic head values.
+    step_types: `[B, T]` step types of the rows.
+    next_step_types: `[B, T]`.
+    next_discounts: `[B, T]` environment discounts of the next steps.
+    extrinsic_discount: gamma_E.
+    td_lambda: GAE lambda.
+    extrinsic_coef: Weight of the extrinsic advantage.
+
+  Returns:
+    `DualAdvantages` of `[B, T]` tensors.
+  """
+  discounts = episodic_stream_discounts(
+      step_types, next_step_types, next_discounts, extrinsic_discount)
+  advantages = generalized_advantages(
+      extrinsic_rewards, extrinsic_values, discounts, td_lambda)
+  zeros = tf.zeros_like(advantages)
+  return DualAdvantages(
+      extrinsic_advantages=advantages,
+      extrinsic_returns=advantages + extrinsic_values[:, :-1],
+      intrinsic_advantages=zeros,
+      intrinsic_returns=zeros,
+      advantages=extrinsic_coef * advantages)
+
+
 def intrinsic_return_filter(rewards, initial_state, gamma):
   """Discounted return filter `R_t = gamma * R_{t-1} + r_t` per environment.
 
@@ -251,3 +291,66 @@ def masked_moments(values, weights):
   mean = tf.reduce_sum(weights * values) / total
   variance = tf.reduce_sum(weights * tf.square(values - mean)) / total
   return mean, variance
+
+
+def clipped_surrogate_loss(log_probs, old_log_probs, advantages, weights,
+                           clipping):
+  """PPO's clipped surrogate loss (Schulman et al. 2017, eq. 7).
+
+  `ratio = exp(log_pi - log_pi_old)`; the loss is the weighted mean of
+  `-min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A)` over every element
+  (`common.aggregate_losses`, as TF-Agents' `PPOAgent`), or of
+  `-ratio * A` when `clipping` is 0.
+
+  Args:
+    log_probs: `[B, T]` log-probabilities of the actions now.
+    old_log_probs: `[B, T]` log-probabilities under the collect policy.
+    advantages: `[B, T]` (normalised) advantages.
+    weights: `[B, T]` weights (0 on rows that do not train).
+    clipping: epsilon (0 for no clipping).
+
+  Returns:
+    `(loss, clip_fraction)`: the scalar loss and the share of rows with
+    weight > 0 whose ratio is outside `[1 - eps, 1 + eps]`.
+  """
+  log_probs = tf.cast(log_probs, tf.float32)
+  ratio = tf.exp(log_probs - tf.stop_gradient(old_log_probs))
+  objective = ratio * advantages
+  if clipping > 0.0:
+    clipped_ratio = tf.clip_by_value(ratio, 1 - clipping, 1 + clipping)
+    objective = tf.minimum(objective, clipped_ratio * advantages)
+  loss = common.aggregate_losses(per_example_loss=-objective,
+                                 sample_weight=weights).total_loss
+  clipped = tf.cast(tf.greater(tf.abs(ratio - 1.0), clipping), tf.float32)
+  clip_fraction = masked_mean(clipped, tf.cast(weights > 0, tf.float32))
+  return loss, clip_fraction
+
+
+def value_loss(returns, values, weights, old_values=None, clipping=0.0):
+  """Weighted mean squared error of one value head.
+
+  With `clipping` > 0 the error is the larger of the plain and the clipped
+  one, the clipped value moving at most `clipping` away from `old_values`
+  (TF-Agents' `PPOAgent.value_estimation_loss`).
+
+  Args:
+    returns: `[B, T]` targets.
+    values: `[B, T]` predictions.
+    weights: `[B, T]` weights.
+    old_values: `[B, T]` predictions of the collect policy; needed when
+      clipping.
+    clipping: Value clip (0 for none).
+
+  Returns:
+    The scalar loss, averaged over every element like
+    `common.aggregate_losses`.
+  """
+  error = tf.math.squared_difference(returns, values)
+  if clipping > 0.0:
+    if old_values is None:
+      raise ValueError('Value clipping needs old_values.')
+    clipped = old_values + tf.clip_by_value(values - old_values, -clipping,
+                                            clipping)
+    error = tf.maximum(error, tf.math.squared_difference(returns, clipped))
+  return common.aggregate_losses(per_example_loss=error,
+                                 sample_weight=weights).total_loss

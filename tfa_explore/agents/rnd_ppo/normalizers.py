@@ -11,6 +11,23 @@ from tf_agents.utils import tensor_normalizer
 from tfa_explore.agents.rnd_ppo import maths
 
 
+def _update_unless_empty(normalizer, values):
+  """`normalizer.update(values)`, skipped when `values` has no element.
+
+  `StreamingTensorNormalizer` averages the new batch by dividing by its
+  element count; an empty batch would make its statistics NaN for good.
+  """
+  return tf.cond(tf.size(values) > 0,
+                 lambda: tf.group(normalizer.update(values)),
+                 tf.no_op)
+
+
+def _variance(normalizer):
+  """`m2 / count`, 0 while the count is 0."""
+  count, _, m2, _ = normalizer.variables
+  return tf.math.divide_no_nan(m2, count)
+
+
 class RndObservationNormalizer(tf.Module):
   """Whitens and clips the inputs of the RND target and predictor only.
 
@@ -36,7 +53,7 @@ class RndObservationNormalizer(tf.Module):
   def update(self, inputs):
     """Adds a batch (any outer dims) of RND inputs to the statistics."""
     if self._enabled:
-      return self._normalizer.update(inputs)
+      return _update_unless_empty(self._normalizer, inputs)
     return tf.no_op()
 
   def normalize(self, inputs):
@@ -49,8 +66,7 @@ class RndObservationNormalizer(tf.Module):
 
   def mean_and_std(self):
     """Current per-feature running mean and std."""
-    count, mean, m2, _ = self._normalizer.variables
-    return mean, tf.sqrt(m2 / count)
+    return self._normalizer.variables[1], tf.sqrt(_variance(self._normalizer))
 
   def count(self):
     return self._normalizer.variables[0]
@@ -101,7 +117,7 @@ class IntrinsicReturnNormalizer(tf.Module):
       updates = [
           self.filter_state.assign(final_state),
           self.filter_batch_size.assign(batch_size),
-          self._return_moments.update(filtered),
+          _update_unless_empty(self._return_moments, filtered),
       ]
     with tf.control_dependencies(updates):
       return tf.identity(filtered)
@@ -113,8 +129,7 @@ class IntrinsicReturnNormalizer(tf.Module):
         variance_epsilon=self._variance_epsilon)
 
   def std(self):
-    count, _, m2, _ = self._return_moments.variables
-    return tf.sqrt(m2 / count)
+    return tf.sqrt(_variance(self._return_moments))
 
   def mean(self):
     return self._return_moments.variables[1]

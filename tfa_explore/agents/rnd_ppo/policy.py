@@ -2,9 +2,9 @@
 
 TF-Agents' `PPOPolicy` fixes its info spec to `{'dist_params',
 'value_prediction'}` inside its constructor, with no hook to add a field, so
-this policy derives from `ActorPolicy` and offers the same methods PPO's
-agent and learner call (`apply_value_network`, `get_initial_value_state`,
-`_distribution(..., training=)`).
+this policy derives from `ActorPolicy`. Like `PPOPolicy` it offers
+`apply_value_network` and `get_initial_value_state`; `apply_actor_network`
+gives the agent's loss the distributions with `training=True`.
 """
 
 import tensorflow as tf
@@ -124,6 +124,19 @@ class RndPPOPolicy(actor_policy.ActorPolicy):
     return self._value_network(observations, step_types,
                                value_state or (), training=training)
 
+  def apply_actor_network(self, observations, step_types, training=False):
+    """Action distributions, with the policy's observation normalisation.
+
+    The agent's loss calls this with `training=True` (the public
+    `distribution` takes no `training` argument).
+    """
+    if self._observation_normalizer:
+      observations = self._observation_normalizer.normalize(observations)
+    distributions, _ = self._actor_network(
+        observations, step_type=step_types, network_state=(),
+        training=training)
+    return distributions, ()
+
   def _variables(self):
     variables = list(self._actor_network.variables)
     variables += list(self._value_network.variables)
@@ -133,12 +146,8 @@ class RndPPOPolicy(actor_policy.ActorPolicy):
     return variables
 
   def _distribution(self, time_step, policy_state, training=False):
-    observation = time_step.observation
-    if self._observation_normalizer:
-      observation = self._observation_normalizer.normalize(observation)
-    distributions, _ = self._actor_network(
-        observation, step_type=time_step.step_type, network_state=(),
-        training=training)
+    distributions, _ = self.apply_actor_network(
+        time_step.observation, time_step.step_type, training=training)
     if not self._collect:
       return policy_step.PolicyStep(distributions, policy_state, ())
     values, _ = self.apply_value_network(

@@ -1,6 +1,7 @@
 """TensorBoard summaries of RND-PPO training, in one place.
 
-Tags (all scalars, written at the agent's `train_step_counter`):
+Tags (all scalars, written at the agent's `train_step_counter`; the
+`Intrinsic/` and `Normalizers/` ones by `RndIntrinsicReward` only):
 
 Intrinsic/
   reward_raw_{mean,std,max}          prediction error before normalisation
@@ -9,7 +10,8 @@ Intrinsic/
   predictor_update_fraction          share of samples the predictor saw
 Losses/
   policy_gradient_loss, entropy_regularization_loss,
-  extrinsic_value_loss, intrinsic_value_loss, predictor_loss, total_loss
+  extrinsic_value_loss, intrinsic_value_loss, predictor_loss, total_loss,
+  entropy (weighted mean), clip_fraction   (all averaged over the update)
   explained_variance_extrinsic, explained_variance_intrinsic
 Normalizers/
   rnd_observation_mean, rnd_observation_std  (averaged over features)

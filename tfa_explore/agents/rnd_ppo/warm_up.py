@@ -13,14 +13,15 @@ from tf_agents.policies import random_tf_policy
 
 @gin.configurable(denylist=['agent', 'environment'])
 def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
-  """Steps a uniform random policy and feeds every observation to the RND
-  observation normaliser (only that one: the policy's normaliser and all
-  networks are left untouched).
+  """Steps a uniform random policy and feeds every observation to the
+  intrinsic reward's observation normaliser (only that one: the policy's
+  normaliser and all networks are left untouched; a no-op for the PPO
+  twin's `NoIntrinsicReward`).
 
   Suitable as the train_eval loop's `pre_training_fn(agent=, environment=)`.
 
   Args:
-    agent: A `RndPPOAgent`.
+    agent: An agent with an `intrinsic_reward` (`RndPPOAgent`).
     environment: A (batched) `TFEnvironment` or `PyEnvironment`; it is
       stepped from its current time step and left where the warm-up ends.
     num_steps: Steps of the (batched) environment; each step advances every
@@ -36,7 +37,7 @@ def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
     environment = tf_py_environment.TFPyEnvironment(environment)
   random_policy = random_tf_policy.RandomTFPolicy(
       environment.time_step_spec(), environment.action_spec())
-  update = tf.function(agent.update_rnd_observation_normalizer)
+  update = tf.function(agent.intrinsic_reward.update_observation_normalizer)
   time_step = environment.current_time_step()
   seen = 0
   for _ in range(num_steps):

@@ -1,0 +1,348 @@
+"""The intrinsic reward as a component of the agent, and its null version.
+
+`IntrinsicReward` is what an agent asks of an intrinsic reward:
+
+* `rewards(next_observations)`: the reward of each transition, raw and
+  normalised; it advances the running statistics it normalises with;
+* `training_inputs(observations)` and `train_step(inputs)`: what its own
+  learner trains on (fixed for one update of the agent, cut into the agent's
+  minibatches) and one optimisation step on a minibatch of it;
+* `update_observation_normalizer(observations)`: its input statistics, fed
+  by the warm-up and after each update;
+* `write_summaries(...)`: its `Intrinsic/` and `Normalizers/` scalars;
+* its settings as a stream of returns (`coef`, `discount`, `non_episodic`).
+
+Its state (networks, optimizer, normalisers) is tracked by the agent that
+holds it, so `tf.train.Checkpoint(agent=...)` saves it.
+
+`RndIntrinsicReward` is Random Network Distillation (Burda et al. 2018,
+arXiv 1810.12894, sections 2.2-2.4); its maths is in `maths.py` and nothing
+in it is PPO's, so a value-based agent can hold the same component (reward
+of a transition: `rewards(o_{t+1}).normalized`, `train_step` on its own
+batches). `NoIntrinsicReward` is the PPO twin's: zero rewards, nothing to
+train or update, `enabled` False (the agent then has no intrinsic stream).
+"""
+
+import collections
+from typing import Callable, Optional, Tuple
+
+import tensorflow as tf
+from tf_agents.networks import network
+from tf_agents.specs import tensor_spec
+from tf_agents.typing import types
+
+from tfa_explore.agents.rnd_ppo import maths
+from tfa_explore.agents.rnd_ppo import normalizers
+from tfa_explore.agents.rnd_ppo import summaries
+
+# Rewards of `[B, T]` transitions.
+IntrinsicRewards = collections.namedtuple('IntrinsicRewards',
+                                          ('raw', 'normalized'))
+# One optimisation step of the intrinsic reward's own learner.
+IntrinsicLoss = collections.namedtuple('IntrinsicLoss',
+                                       ('loss', 'update_fraction'))
+
+
+class IntrinsicReward(tf.Module):
+  """Interface of an intrinsic reward (see the module docstring)."""
+
+  @property
+  def enabled(self) -> bool:
+    """False for the null version: no intrinsic stream at all."""
+    raise NotImplementedError
+
+  @property
+  def coef(self) -> float:
+    """Weight of the intrinsic stream against the extrinsic one."""
+    raise NotImplementedError
+
+  @property
+  def discount(self) -> float:
+    """gamma_I, the discount of intrinsic returns."""
+    raise NotImplementedError
+
+  @property
+  def non_episodic(self) -> bool:
+    """Whether episode ends leave the intrinsic stream uncut."""
+    raise NotImplementedError
+
+  def rewards(self, next_observations) -> IntrinsicRewards:
+    """Rewards of `[B, T]` transitions from their next observations.
+
+    Args:
+      next_observations: `[B, T, ...]` observations `o_{t+1}`, each
+        environment's in time order (the return statistics follow them).
+
+    Returns:
+      `IntrinsicRewards` of `[B, T]` float32 tensors.
+    """
+    raise NotImplementedError
+
+  def training_inputs(self, observations) -> types.NestedTensor:
+    """What `train_step` trains on, from `[B, T, ...]` observations."""
+    raise NotImplementedError
+
+  def train_step(self, inputs) -> IntrinsicLoss:
+    """One optimisation step on a minibatch of `training_inputs`."""
+    raise NotImplementedError
+
+  def update_observation_normalizer(self, observations) -> None:
+    """Adds observations (any outer dims) to the input statistics."""
+    raise NotImplementedError
+
+  def write_summaries(self, step, rewards: IntrinsicRewards, weights,
+                      update_fraction) -> None:
+    """Writes the reward statistics over the rows with weight > 0."""
+    raise NotImplementedError
+
+
+class NoIntrinsicReward(IntrinsicReward):
+  """The PPO twin's intrinsic reward: none."""
+
+  def __init__(self, name='no_intrinsic_reward'):
+    super().__init__(name=name)
+
+  @property
+  def enabled(self):
+    return False
+
+  @property
+  def coef(self):
+    return 0.0
+
+  @property
+  def discount(self):
+    return 0.0
+
+  @property
+  def non_episodic(self):
+    return False
+
+  def rewards(self, next_observations):
+    first = tf.nest.flatten(next_observations)[0]
+    zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
+    return IntrinsicRewards(raw=zeros, normalized=zeros)
+
+  def training_inputs(self, observations):
+    del observations
+    return ()
+
+  def train_step(self, inputs):
+    del inputs
+    return IntrinsicLoss(loss=tf.constant(0.0),
+                         update_fraction=tf.constant(0.0))
+
+  def update_observation_normalizer(self, observations):
+    del observations
+
+  def write_summaries(self, step, rewards, weights, update_fraction):
+    del step, rewards, weights, update_fraction
+
+
+class RndIntrinsicReward(IntrinsicReward):
+  """Random Network Distillation (Burda et al. 2018).
+
+  The reward of a transition is the error of a trained predictor network
+  at the fixed random target network's features of the next observation
+  (section 2.2), both seeing whitened and clipped observations (section
+  2.4), divided by the running std of the discounted intrinsic return
+  (section 2.4). The predictor trains with its own optimizer on a random
+  fraction of each minibatch (appendix A.5).
+  """
+
+  def __init__(
+      self,
+      observation_spec: types.NestedTensorSpec,
+      target_net: Optional[network.Network] = None,
+      predictor_net: Optional[network.Network] = None,
+      networks_fn: Optional[Callable[[tf.TensorSpec],
+                                     Tuple[network.Network,
+                                           network.Network]]] = None,
+      optimizer: Optional[types.Optimizer] = None,
+      observation_fn: Optional[Callable[[types.NestedTensor],
+                                        types.Tensor]] = None,
+      coef: types.Float = 1.0,
+      discount: types.Float = 0.99,
+      non_episodic: bool = True,
+      normalize_observations: bool = True,
+      observation_clip: types.Float = 5.0,
+      normalize_returns: bool = True,
+      predictor_update_proportion: types.Float = 0.25,
+      name: str = 'rnd_intrinsic_reward',
+  ):
+    """Creates the component and the variables of its networks.
+
+    Defaults are the paper's (Table 5 / appendix A.5).
+
+    Args:
+      observation_spec: The environment's observation spec.
+      target_net: Fixed random network; it must have no trainable
+        variables (build it non-trainable, e.g. `rnd_mlp_networks`).
+      predictor_net: Trained network with the same output size.
+      networks_fn: Instead of both networks: called with the RND input
+        spec, returns `(target, predictor)`, e.g.
+        `tfa_explore.networks.rnd_mlp_networks` or `rnd_conv_networks`.
+      optimizer: Optimizer of the predictor; default Adam(1e-4) as in the
+        paper.
+      observation_fn: Maps an observation (nest) to the single RND input
+        tensor, e.g. `tfa_explore.networks.last_frame` for frame stacks.
+        Default: the observation itself.
+      coef: Weight of the intrinsic stream (paper: 1 for A_I against 2 for
+        A_E).
+      discount: gamma_I, of the intrinsic returns and of the return filter
+        (paper: 0.99).
+      non_episodic: Episode ends do not cut the intrinsic stream (paper:
+        True, section 2.3).
+      normalize_observations: Whiten and clip the RND inputs (paper: True).
+        Only the RND networks see these statistics.
+      observation_clip: Clip of the whitened RND inputs (paper: 5).
+      normalize_returns: Divide rewards by the running std of intrinsic
+        returns (paper: True).
+      predictor_update_proportion: Fraction of each minibatch the predictor
+        trains on (paper: 0.25; 1 trains on everything).
+      name: Module name.
+
+    Raises:
+      ValueError: Inconsistent networks or settings.
+      TypeError: A network is not a TF-Agents `Network`.
+    """
+    super().__init__(name=name)
+    if observation_fn is None and tf.nest.is_nested(observation_spec):
+      raise ValueError('Nested observations need an observation_fn that '
+                       'picks the single RND input tensor.')
+    if not 0.0 < predictor_update_proportion <= 1.0:
+      raise ValueError('predictor_update_proportion must be in (0, 1], got '
+                       f'{predictor_update_proportion}.')
+    self._observation_fn = observation_fn or (lambda observation: observation)
+    input_spec = self._input_spec(observation_spec)
+    if target_net is None and predictor_net is None and networks_fn:
+      target_net, predictor_net = networks_fn(input_spec)
+    for net_name, net in (('target_net', target_net),
+                          ('predictor_net', predictor_net)):
+      if not isinstance(net, network.Network):
+        raise TypeError(f'{net_name} must be a tf_agents Network, got {net}.')
+    target_spec = target_net.create_variables(input_spec)
+    predictor_spec = predictor_net.create_variables(input_spec)
+    if target_spec.shape != predictor_spec.shape:
+      raise ValueError('RND target and predictor outputs differ: '
+                       f'{target_spec} vs {predictor_spec}.')
+    if target_net.trainable_variables:
+      raise ValueError('The RND target network must have no trainable '
+                       'variables (build it with trainable=False).')
+    self._target_net = target_net
+    self._predictor_net = predictor_net
+    self._optimizer = optimizer or tf.keras.optimizers.Adam(
+        learning_rate=1e-4)
+    self._coef = float(coef)
+    self._discount = discount
+    self._non_episodic = non_episodic
+    self._normalize_returns = normalize_returns
+    self._predictor_update_proportion = float(predictor_update_proportion)
+    self._observation_normalizer = normalizers.RndObservationNormalizer(
+        input_spec, clip_value=observation_clip,
+        enabled=normalize_observations)
+    self._return_normalizer = normalizers.IntrinsicReturnNormalizer(discount)
+
+  def _input_spec(self, observation_spec):
+    example = tensor_spec.zero_spec_nest(observation_spec, outer_dims=[1])
+    return tf.TensorSpec(self._observation_fn(example).shape[1:], tf.float32)
+
+  @property
+  def enabled(self):
+    return True
+
+  @property
+  def coef(self):
+    return self._coef
+
+  @property
+  def discount(self):
+    return self._discount
+
+  @property
+  def non_episodic(self):
+    return self._non_episodic
+
+  @property
+  def target_net(self):
+    return self._target_net
+
+  @property
+  def predictor_net(self):
+    return self._predictor_net
+
+  @property
+  def optimizer(self):
+    """The predictor's optimizer."""
+    return self._optimizer
+
+  @property
+  def observation_normalizer(self):
+    return self._observation_normalizer
+
+  @property
+  def return_normalizer(self):
+    return self._return_normalizer
+
+  def _raw_inputs(self, observations):
+    return tf.cast(self._observation_fn(observations), tf.float32)
+
+  def inputs(self, observations):
+    """Normalised, clipped RND inputs of observations (any outer dims)."""
+    return self._observation_normalizer.normalize(
+        self._raw_inputs(observations))
+
+  def raw_rewards(self, observations):
+    """Prediction errors of observations (any outer dims), no state change."""
+    inputs = self.inputs(observations)
+    target, _ = self._target_net(inputs)
+    predicted, _ = self._predictor_net(inputs)
+    return maths.prediction_error(predicted, target)
+
+  def rewards(self, next_observations):
+    raw = tf.stop_gradient(self.raw_rewards(next_observations))
+    if not self._normalize_returns:
+      return IntrinsicRewards(raw=raw, normalized=raw)
+    filtered_returns = self._return_normalizer.update(raw)
+    with tf.control_dependencies([filtered_returns]):
+      normalized = self._return_normalizer.normalize(raw)
+    return IntrinsicRewards(raw=raw, normalized=normalized)
+
+  def training_inputs(self, observations):
+    # Inputs and target features stay fixed during the agent's update: the
+    # normaliser is only updated after it, as in the paper's code.
+    inputs = tf.stop_gradient(self.inputs(observations))
+    targets, _ = self._target_net(inputs)
+    return {'inputs': inputs, 'targets': tf.stop_gradient(targets)}
+
+  def predictor_loss(self, inputs, targets, mask):
+    """Masked mean prediction error: `sum(mask * err) / max(sum(mask), 1)`."""
+    predicted, _ = self._predictor_net(inputs, training=True)
+    return maths.masked_mean(maths.prediction_error(predicted, targets), mask)
+
+  def train_step(self, inputs):
+    mask = maths.predictor_update_mask(tf.shape(inputs['targets'])[:-1],
+                                       self._predictor_update_proportion)
+    variables = self._predictor_net.trainable_variables
+    with tf.GradientTape() as tape:
+      loss = self.predictor_loss(inputs['inputs'], inputs['targets'], mask)
+    gradients = tape.gradient(loss, variables)
+    self._optimizer.apply_gradients(zip(gradients, variables))
+    return IntrinsicLoss(loss=loss, update_fraction=tf.reduce_mean(mask))
+
+  def update_observation_normalizer(self, observations):
+    self._observation_normalizer.update(self._raw_inputs(observations))
+
+  def write_summaries(self, step, rewards, weights, update_fraction):
+    summaries.write_intrinsic(
+        step,
+        raw_rewards=rewards.raw,
+        normalized_rewards=rewards.normalized,
+        weights=weights,
+        return_std=self._return_normalizer.std(),
+        return_mean=self._return_normalizer.mean(),
+        predictor_update_fraction=update_fraction)
+    if self._observation_normalizer.enabled:
+      mean, std = self._observation_normalizer.mean_and_std()
+      summaries.write_observation_normalizer(
+          step, mean, std, self._observation_normalizer.count())
