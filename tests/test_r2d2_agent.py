@@ -1,6 +1,7 @@
 """Tests of the R2D2 agent, policy and learner maths on tiny sequences."""
 
 import os
+from unittest import mock
 
 from absl.testing import parameterized
 import numpy as np
@@ -14,6 +15,7 @@ import test_r2d2_support as support  # pylint: disable=g-bad-import-order
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.agents.r2d2 import learning
+from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
@@ -265,6 +267,48 @@ class StoredStateTest(support._TestCase):
     # give the actor's Q values.
     replayed = learning.unroll(network, sequence, burn_in_steps=2)
     self.assertAllClose(replayed[0], np.stack(actor_q[4:9]), atol=1e-5)
+
+
+class TdErrorsTest(support._TestCase):
+
+  def test_several_n_from_one_unroll(self):
+    agent = support.make_agent(n_step=3)  # burn-in 2 of 7 steps
+    sequences = support.random_sequences(
+        agent, [[F, F, F, M, M, L, L], [M] * 7], seed=8)
+    with mock.patch.object(learning, 'unroll', wraps=learning.unroll) as spy:
+      errors = agent.td_errors(sequences, n_steps=(3, 1))
+    # One unroll per network (online, target), whatever the number of n.
+    self.assertEqual(spy.call_count, 2)
+    self.assertEqual(sorted(errors.by_n_step), [1, 3])
+    # Q(s_t, a_t) is the online Q value of the stored action.
+    actions = sequences.action[:, 2:].numpy()
+    self.assertAllEqual(errors.actions, actions)
+    self.assertAllClose(
+        errors.selected_q_values,
+        np.take_along_axis(errors.q_values.numpy(), actions[..., None],
+                           axis=-1)[..., 0])
+    # Row 0: real steps 2..5 (up to its first LAST) are positions 0..3
+    # after the burn-in.
+    self.assertAllEqual(errors.step_mask[0], [1, 1, 1, 1, 0])
+    target_q = learning.unroll(agent.target_q_network, sequences, 2)
+    for n in (1, 3):
+      # Each n's errors are the n-step maths on the same two unrolls.
+      targets = losses.n_step_double_q_targets(
+          sequences.reward[:, 2:], sequences.discount[:, 2:],
+          errors.q_values, target_q, num_steps=n, gamma=0.997,
+          step_mask=errors.step_mask)
+      n_step_errors = errors.by_n_step[n]
+      self.assertAllEqual(n_step_errors.valid, targets.valid)
+      self.assertAllClose(n_step_errors.targets, targets.targets)
+      self.assertAllClose(
+          n_step_errors.td_errors,
+          np.where(targets.valid, targets.targets - errors.selected_q_values,
+                   0.0))
+    # The loss is the n-step (n = 3) TD loss of these errors.
+    self.assertAllClose(
+        agent.loss(sequences).extra.td_loss,
+        losses.masked_td_loss(errors.by_n_step[3].td_errors,
+                              errors.by_n_step[3].valid))
 
 
 class TrainTest(support._TestCase):

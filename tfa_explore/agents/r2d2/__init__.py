@@ -4,12 +4,16 @@
   length and stride every other part uses.
 * `losses`: the pure maths of the learner (value rescaling, n-step
   double-Q targets, sequence priorities, importance weights, the TD loss).
-* `learning`: stored-state unroll with burn-in, step masks, TD errors of a
-  sequence (shared by learner and actors' initial priorities).
+* `learning`: stored-state unroll with burn-in, step masks, and
+  `sequence_td_errors`: the TD errors of a sequence for any n from one
+  unroll of the online and target networks (shared by the learner, R2D3's
+  loss and the actors' initial priorities).
 * `policy`: greedy policy that stores its recurrent state and previous
   action/reward in policy info; epsilon-greedy collect policy; the actors'
   epsilon schedule.
-* `agent.R2D2Agent`; `summaries`: its TensorBoard tags.
+* `agent.R2D2Agent` (its loss from public parts a subclass reuses:
+  `td_errors`, `sequence_loss_weights`, `td_loss`, `sequence_priorities`,
+  `td_loss_info`); `summaries`: its TensorBoard tags.
 """
 
 from tfa_explore.agents.r2d2.agent import PrioritizedSequences

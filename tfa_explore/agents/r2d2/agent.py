@@ -19,11 +19,19 @@ burning in `burn_in_steps` without gradient; rescaled n-step double-Q
 targets; importance-weighted squared TD loss over the trace's valid steps;
 priorities 0.9 max + 0.1 mean |delta|; copy the target network every
 `target_update_period` steps.
+
+Subclasses build their loss from the same public parts `_loss` uses
+(R2D3 does): `td_errors` (one unroll of both networks, TD errors for any
+n), `sequence_loss_weights`, `td_loss`, `sequence_priorities` and
+`td_loss_info`; the hyperparameters are read-only properties.
+
+Gin: the agent is built by the experiments' factory
+(`r2d2.r2d2_agent_fn`), which is its one gin surface; the class itself is
+not configurable, so no binding of it can be silently overridden.
 """
 
 import collections
 
-import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.agents import tf_agent
@@ -118,7 +126,6 @@ def split_experience(experience):
       f'trajectory, sample_info); got {type(experience).__name__}.')
 
 
-@gin.configurable
 class R2D2Agent(tf_agent.TFAgent):
   """Recurrent replay distributed DQN; see the module docstring."""
 
@@ -207,16 +214,18 @@ class R2D2Agent(tf_agent.TFAgent):
     self._optimizer = optimizer
     self._sequence_config = sequence_config
     self._n_step = n_step
-    self._gamma = gamma
+    self._td_settings = learning.TdSettings(
+        burn_in_steps=sequence_config.burn_in_steps,
+        gamma=gamma,
+        use_stored_state=use_stored_state,
+        rescale_values=rescale_values,
+        rescale_epsilon=value_rescale_epsilon,
+        action_minimum=int(action_spec.minimum))
     self._target_update_period = target_update_period
     self._importance_sampling_exponent = importance_sampling_exponent
     self._priority_max_weight = priority_max_weight
-    self._rescale_values = rescale_values
-    self._value_rescale_epsilon = value_rescale_epsilon
-    self._use_stored_state = use_stored_state
     self._huber_delta = huber_delta
     self._gradient_clipping = gradient_clipping
-    self._action_minimum = int(action_spec.minimum)
 
     policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec, q_network)
     collect_policy = r2d2_policy.R2D2CollectPolicy(policy, collect_epsilon)
@@ -242,6 +251,28 @@ class R2D2Agent(tf_agent.TFAgent):
   def target_q_network(self):
     return self._target_q_network
 
+  @property
+  def n_step(self):
+    """n of the n-step targets of the TD loss and the priorities."""
+    return self._n_step
+
+  @property
+  def td_settings(self):
+    """`learning.TdSettings`: burn-in, gamma, stored state, rescaling."""
+    return self._td_settings
+
+  @property
+  def importance_sampling_exponent(self):
+    return self._importance_sampling_exponent
+
+  @property
+  def priority_max_weight(self):
+    return self._priority_max_weight
+
+  @property
+  def huber_delta(self):
+    return self._huber_delta
+
   def actor_collect_policy(self, actor_index, num_actors, envs_per_actor=1):
     """Epsilon-greedy policy of actor `actor_index` of `num_actors`.
 
@@ -265,20 +296,28 @@ class R2D2Agent(tf_agent.TFAgent):
         self._q_network.variables, self._target_q_network.variables,
         tau=1.0, tau_non_trainable=1.0)
 
-  def _td_errors(self, trajectory, online_network, target_network, training):
-    config = self._sequence_config
+  def td_errors(self, trajectory, n_steps=None, training=False):
+    """TD errors of `[B, T]` sequences from one unroll of both networks.
+
+    `learning.sequence_td_errors` of the online and target networks with
+    the agent's `td_settings`.
+
+    Args:
+      trajectory: `[B, T]` `Trajectory` in `collect_data_spec`.
+      n_steps: the n to compute targets for; None for `(n_step,)`.
+      training: passed to the online network.
+
+    Returns:
+      `learning.TdErrors`; `by_n_step[n]` holds each n's errors.
+    """
     return learning.sequence_td_errors(
-        online_network, target_network, trajectory,
-        burn_in_steps=config.burn_in_steps,
-        n_step=self._n_step,
-        gamma=self._gamma,
-        use_stored_state=self._use_stored_state,
-        rescale_values=self._rescale_values,
-        rescale_epsilon=self._value_rescale_epsilon,
-        action_minimum=self._action_minimum,
+        self._q_network, self._target_q_network, trajectory,
+        self._td_settings,
+        n_steps=(self._n_step,) if n_steps is None else tuple(n_steps),
         training=training)
 
-  def _check_sequence_length(self, trajectory):
+  def check_sequence_length(self, trajectory):
+    """Raises ValueError unless sequences have `sequence_length` steps."""
     length = tf.compat.dimension_value(trajectory.step_type.shape[1])
     expected = self._sequence_config.sequence_length
     if length is not None and length != expected:
@@ -286,7 +325,7 @@ class R2D2Agent(tf_agent.TFAgent):
           f'Sequences have {length} steps but the agent\'s SequenceConfig '
           f'({self._sequence_config}) needs sequence_length {expected}.')
 
-  def _sequence_loss_weights(self, sample_info, weights, batch_size):
+  def sequence_loss_weights(self, sample_info, weights, batch_size):
     """Per-sequence importance weights, and those times the caller's weights.
 
     Args:
@@ -310,36 +349,55 @@ class R2D2Agent(tf_agent.TFAgent):
       loss_weights *= tf.cast(weights, tf.float32)
     return importance_weights, loss_weights
 
-  def _loss(self, experience, weights=None, training=False):
-    trajectory, sample_info = split_experience(experience)
-    self._check_sequence_length(trajectory)
-    errors = self._td_errors(trajectory, self._q_network,
-                             self._target_q_network, training)
-    importance_weights, loss_weights = self._sequence_loss_weights(
-        sample_info, weights, batch_size=tf.shape(errors.td_errors)[0])
-    td_loss = losses.masked_td_loss(errors.td_errors, errors.valid,
-                                    loss_weights, self._huber_delta)
-    priorities = losses.sequence_priorities(
-        tf.stop_gradient(errors.td_errors), errors.valid,
+  def td_loss(self, n_step_errors, loss_weights):
+    """Weighted TD loss (squared, or Huber) of one n's `NStepTdErrors`."""
+    return losses.masked_td_loss(n_step_errors.td_errors,
+                                 n_step_errors.valid, loss_weights,
+                                 self._huber_delta)
+
+  def sequence_priorities(self, n_step_errors):
+    """`[B]` priorities eta max|delta| + (1 - eta) mean|delta|, no gradient."""
+    return losses.sequence_priorities(
+        tf.stop_gradient(n_step_errors.td_errors), n_step_errors.valid,
         eta=self._priority_max_weight)
 
-    valid = tf.cast(errors.valid, tf.float32)
+  def td_loss_info(self, errors, td_loss, importance_weights):
+    """`R2D2LossInfo` of a batch: priorities and statistics of the n-step TD.
+
+    Args:
+      errors: `learning.TdErrors` holding `n_step`'s errors.
+      td_loss: the n-step TD loss.
+      importance_weights: `[B]`, from `sequence_loss_weights`.
+    """
+    n_step_errors = errors.by_n_step[self._n_step]
+    valid_steps = n_step_errors.valid
+    valid = tf.cast(valid_steps, tf.float32)
     num_valid = tf.reduce_sum(valid)
 
     def valid_mean(values):
       return tf.math.divide_no_nan(
-          tf.reduce_sum(tf.where(errors.valid, values, 0.0)), num_valid)
+          tf.reduce_sum(tf.where(valid_steps, values, 0.0)), num_valid)
 
     selected = tf.stop_gradient(errors.selected_q_values)
-    extra = R2D2LossInfo(
+    return R2D2LossInfo(
         td_loss=td_loss,
-        priorities=priorities,
+        priorities=self.sequence_priorities(n_step_errors),
         importance_weights=importance_weights,
         q_mean=valid_mean(selected),
-        q_max=tf.reduce_max(tf.where(errors.valid, selected, -float('inf'))),
-        target_mean=valid_mean(errors.targets),
-        abs_td_error_mean=valid_mean(tf.abs(errors.td_errors)),
+        q_max=tf.reduce_max(tf.where(valid_steps, selected, -float('inf'))),
+        target_mean=valid_mean(n_step_errors.targets),
+        abs_td_error_mean=valid_mean(tf.abs(n_step_errors.td_errors)),
         valid_fraction=tf.reduce_mean(valid))
+
+  def _loss(self, experience, weights=None, training=False):
+    trajectory, sample_info = split_experience(experience)
+    self.check_sequence_length(trajectory)
+    errors = self.td_errors(trajectory, training=training)
+    importance_weights, loss_weights = self.sequence_loss_weights(
+        sample_info, weights,
+        batch_size=tf.shape(errors.selected_q_values)[0])
+    td_loss = self.td_loss(errors.by_n_step[self._n_step], loss_weights)
+    extra = self.td_loss_info(errors, td_loss, importance_weights)
     return tf_agent.LossInfo(loss=td_loss, extra=extra)
 
   def _train(self, experience, weights=None):
@@ -381,10 +439,10 @@ class R2D2Agent(tf_agent.TFAgent):
 
     @tf.function(input_signature=[spec], autograph=False)
     def batched_priorities(trajectory):
-      errors = self._td_errors(trajectory, self._q_network, self._q_network,
-                               training=False)
-      return losses.sequence_priorities(
-          errors.td_errors, errors.valid, eta=self._priority_max_weight)
+      errors = learning.sequence_td_errors(
+          self._q_network, self._q_network, trajectory, self._td_settings,
+          n_steps=(self._n_step,))
+      return self.sequence_priorities(errors.by_n_step[self._n_step])
 
     def priorities(trajectories):
       return batched_priorities(trajectories).numpy()

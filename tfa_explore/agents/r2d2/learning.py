@@ -1,9 +1,12 @@
 """From a replayed sequence to TD errors: stored state, burn-in, masks.
 
-Shared by the learner (`R2D2Agent._loss`, online + target network) and the
-actors' initial priorities (`R2D2Agent.initial_priority_fn`, the actor's own
-network in both roles, as in the paper), so both compute priorities the same
-way.
+`sequence_td_errors` is the one place a sequence becomes TD errors: one
+unroll of the online and target networks, the step mask, the gather of
+Q(s_t, a_t), and the n-step double-Q targets for every n asked for. It
+serves the learner (`R2D2Agent.td_errors`, online + target network; R2D3
+asks for its n-step and 1-step errors at once) and the actors' initial
+priorities (`R2D2Agent.initial_priorities_fn`, the actor's own network in
+both roles, as in the paper), so both compute priorities the same way.
 
 Sequences are `Trajectory`s shaped `[B, T]` with
 `T = SequenceConfig.sequence_length` and the policy info of
@@ -11,6 +14,7 @@ Sequences are `Trajectory`s shaped `[B, T]` with
 """
 
 import collections
+import dataclasses
 
 import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
@@ -95,72 +99,119 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
   return q_values
 
 
+@dataclasses.dataclass(frozen=True)
+class TdSettings:
+  """How an agent turns replayed sequences into TD errors.
+
+  `R2D2Agent.td_settings`; see `R2D2Agent` for each value. Only the number
+  of steps n of the targets is not here: one unroll serves several n.
+
+  Attributes:
+    burn_in_steps: steps unrolled without gradient before the trace.
+    gamma: discount of the n-step targets.
+    use_stored_state: start the unrolls from the stored state (else zeros).
+    rescale_values: targets through value rescaling h and h^-1.
+    rescale_epsilon: eps of h.
+    action_minimum: the action spec's minimum; Q value index = action - it.
+  """
+  burn_in_steps: int
+  gamma: float
+  use_stored_state: bool = True
+  rescale_values: bool = True
+  rescale_epsilon: float = 1e-3
+  action_minimum: int = 0
+
+
+class NStepTdErrors(
+    collections.namedtuple('NStepTdErrors',
+                           ['td_errors', 'valid', 'targets'])):
+  """TD errors of one n over the steps after the burn-in, each `[B, T']`.
+
+  Fields:
+    td_errors: y_t - Q(s_t, a_t), with gradient to Q; 0 where not `valid`.
+    valid: bool, steps with a target (real, not the last real step). The
+      same steps for every n: a window of one step is enough.
+    targets: y_t, no gradient.
+  """
+  __slots__ = ()
+
+
 class TdErrors(
     collections.namedtuple(
         'TdErrors',
-        ['td_errors', 'valid', 'q_values', 'selected_q_values', 'targets',
-         'step_mask'])):
-  """Per-step results over the steps after the burn-in, `[B, T']`.
+        ['q_values', 'actions', 'selected_q_values', 'step_mask',
+         'by_n_step'])):
+  """One unroll of `[B, T]` sequences and its TD errors for each n.
+
+  Every field covers the `T' = T - burn_in_steps` steps after the burn-in.
 
   Fields:
-    td_errors: y_t - Q(s_t, a_t); 0 where not `valid`.
-    valid: bool, steps with a target (real, not the last real step).
     q_values: `[B, T', A]` online Q values (with gradient).
+    actions: int32 `[B, T']` Q value index of a_t (padding steps clipped
+      into range; they are never `valid`).
     selected_q_values: Q(s_t, a_t), with gradient.
-    targets: y_t, no gradient.
     step_mask: bool, real steps (see `step_mask`).
+    by_n_step: {n: `NStepTdErrors`} for every n asked for.
   """
   __slots__ = ()
 
 
 def sequence_td_errors(online_network, target_network, trajectory,
-                       burn_in_steps, n_step, gamma, use_stored_state=True,
-                       rescale_values=True, rescale_epsilon=1e-3,
-                       action_minimum=0, training=False):
+                       settings, n_steps, training=False):
   """TD errors of the trace (and bootstrap) steps of `[B, T]` sequences.
 
-  Both networks unroll the whole sequence from the stored state; only the
-  online network's post-burn-in part carries a gradient. Targets are
-  n-step double-Q (online net picks, target net evaluates), rescaled.
+  Both networks unroll the whole sequence once from the stored state; only
+  the online network's post-burn-in part carries a gradient. For each n of
+  `n_steps` the targets are n-step double-Q (online net picks, target net
+  evaluates), rescaled, from those same unrolls: R2D3 gets its n-step and
+  1-step errors from one unroll.
 
   Args:
     online_network: the network being trained (or the actor's copy).
     target_network: the target network (the actor passes its own network
       again: actors have no target network).
     trajectory: `[B, T]` `Trajectory` with R2D2 policy info.
-    burn_in_steps, n_step, gamma, use_stored_state, rescale_values,
-      rescale_epsilon: see `R2D2Agent`.
-    action_minimum: the action spec's minimum; Q value index = action - it.
+    settings: `TdSettings`.
+    n_steps: the n (Python ints >= 1) to compute targets for.
     training: passed to the online network.
 
   Returns:
     `TdErrors`.
   """
+  burn_in_steps = settings.burn_in_steps
   online_q = unroll(online_network, trajectory, burn_in_steps,
-                    use_stored_state, training=training)
+                    settings.use_stored_state, training=training)
   target_q = tf.stop_gradient(
-      unroll(target_network, trajectory, burn_in_steps, use_stored_state))
+      unroll(target_network, trajectory, burn_in_steps,
+             settings.use_stored_state))
   mask = step_mask(trajectory.step_type)[:, burn_in_steps:]
   rewards = tf.cast(trajectory.reward[:, burn_in_steps:], online_q.dtype)
   discounts = tf.cast(trajectory.discount[:, burn_in_steps:], online_q.dtype)
-  n_step_targets = losses.n_step_double_q_targets(
-      rewards, discounts, tf.stop_gradient(online_q), target_q,
-      num_steps=n_step, gamma=gamma, step_mask=mask,
-      rescale_values=rescale_values, rescale_epsilon=rescale_epsilon)
   num_actions = tf.shape(online_q)[-1]
   actions = tf.cast(trajectory.action[:, burn_in_steps:],
-                    tf.int32) - action_minimum
+                    tf.int32) - settings.action_minimum
   # Padding steps may hold any action; clip so the gather stays in range,
   # their TD error is masked out below.
   actions = tf.clip_by_value(actions, 0, num_actions - 1)
   selected = tf.gather(online_q, actions, axis=-1, batch_dims=2)
-  td_errors = tf.where(n_step_targets.valid,
-                       n_step_targets.targets - selected,
-                       tf.zeros_like(selected))
+  by_n_step = {}
+  for n_step in n_steps:
+    if n_step in by_n_step:
+      continue
+    n_step_targets = losses.n_step_double_q_targets(
+        rewards, discounts, tf.stop_gradient(online_q), target_q,
+        num_steps=n_step, gamma=settings.gamma, step_mask=mask,
+        rescale_values=settings.rescale_values,
+        rescale_epsilon=settings.rescale_epsilon)
+    by_n_step[n_step] = NStepTdErrors(
+        td_errors=tf.where(n_step_targets.valid,
+                           n_step_targets.targets - selected,
+                           tf.zeros_like(selected)),
+        valid=n_step_targets.valid,
+        targets=n_step_targets.targets)
   return TdErrors(
-      td_errors=td_errors,
-      valid=n_step_targets.valid,
       q_values=online_q,
+      actions=actions,
       selected_q_values=selected,
-      targets=n_step_targets.targets,
-      step_mask=mask)
+      step_mask=mask,
+      by_n_step=by_n_step)

@@ -21,19 +21,22 @@ burn-in as in R2D3):
 Priorities are R2D2's (0.9 max + 0.1 mean |n-step TD error|) for both
 tables; `replay.mixed_dataset.MixedPriorityUpdater` writes each back to the
 table its sequence came from.
+
+The loss is built from `R2D2Agent`'s public parts: `td_errors` gives the
+n-step and 1-step errors from one unroll, and the TD losses, priorities and
+R2D2 statistics come from the same methods `R2D2Agent._loss` uses, so the
+two agents cannot drift apart. Like `R2D2Agent`, the class is configured
+only through its factory (`r2d3.r2d3_agent_fn`).
 """
 
 import collections
 
-import gin
 import tensorflow as tf
 from tf_agents.agents import tf_agent
 from tf_agents.trajectories import trajectory as trajectory_lib
 from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
-from tfa_explore.agents.r2d2 import learning
-from tfa_explore.agents.r2d2 import losses as r2d2_losses
 from tfa_explore.agents.r2d3 import losses
 from tfa_explore.agents.r2d3 import summaries
 
@@ -74,7 +77,6 @@ def split_mixed_experience(experience):
           tf.zeros(tf.shape(trajectory.step_type)[:1], tf.bool))
 
 
-@gin.configurable
 class R2D3Agent(r2d2_agent.R2D2Agent):
   """Recurrent replay distributed DQN from demonstrations; see module doc."""
 
@@ -120,93 +122,44 @@ class R2D3Agent(r2d2_agent.R2D2Agent):
     super().__init__(time_step_spec, action_spec, q_network, optimizer,
                      **r2d2_kwargs)
 
-  def _targets(self, online_q, target_q, rewards, discounts, mask, n_step):
-    return r2d2_losses.n_step_double_q_targets(
-        rewards, discounts, tf.stop_gradient(online_q), target_q,
-        num_steps=n_step, gamma=self._gamma, step_mask=mask,
-        rescale_values=self._rescale_values,
-        rescale_epsilon=self._value_rescale_epsilon)
-
   def _loss(self, experience, weights=None, training=False):
     trajectory, sample_info, is_demo = split_mixed_experience(experience)
-    self._check_sequence_length(trajectory)
-    burn_in_steps = self.sequence_config.burn_in_steps
-    # One unroll of each network serves both TD terms and the margin loss
-    # (`learning.sequence_td_errors` computes the n-step part only).
-    online_q = learning.unroll(self._q_network, trajectory, burn_in_steps,
-                               self._use_stored_state, training=training)
-    target_q = tf.stop_gradient(
-        learning.unroll(self._target_q_network, trajectory, burn_in_steps,
-                        self._use_stored_state))
-    mask = learning.step_mask(trajectory.step_type)[:, burn_in_steps:]
-    rewards = tf.cast(trajectory.reward[:, burn_in_steps:], online_q.dtype)
-    discounts = tf.cast(trajectory.discount[:, burn_in_steps:],
-                        online_q.dtype)
-    num_actions = tf.shape(online_q)[-1]
-    actions = tf.clip_by_value(
-        tf.cast(trajectory.action[:, burn_in_steps:], tf.int32) -
-        self._action_minimum, 0, num_actions - 1)
-    selected = tf.gather(online_q, actions, axis=-1, batch_dims=2)
-
-    def td_errors(targets):
-      return tf.where(targets.valid, targets.targets - selected,
-                      tf.zeros_like(selected))
-
-    ntd_targets = self._targets(online_q, target_q, rewards, discounts, mask,
-                                self._n_step)
-    td1_targets = self._targets(online_q, target_q, rewards, discounts, mask,
-                                1)
-    ntd_errors = td_errors(ntd_targets)
-    td1_errors = td_errors(td1_targets)
+    self.check_sequence_length(trajectory)
+    # One unroll of each network serves both TD terms and the margin loss.
+    errors = self.td_errors(trajectory, n_steps=(self.n_step, 1),
+                            training=training)
+    ntd_errors = errors.by_n_step[self.n_step]
+    td1_errors = errors.by_n_step[1]
     # Steps with a real action: both s_t and s_{t+1} are real (the 1-step
     # window exists). Same set as the n-step `valid`.
-    action_steps = td1_targets.valid
+    action_steps = td1_errors.valid
 
-    importance_weights, loss_weights = self._sequence_loss_weights(
-        sample_info, weights, batch_size=tf.shape(selected)[0])
-
-    ntd_loss = r2d2_losses.masked_td_loss(ntd_errors, ntd_targets.valid,
-                                          loss_weights, self._huber_delta)
-    td1_loss = r2d2_losses.masked_td_loss(td1_errors, td1_targets.valid,
-                                          loss_weights, self._huber_delta)
-    margin_loss = losses.large_margin_loss(online_q, actions, action_steps,
-                                           is_demo, self._margin,
-                                           loss_weights)
-    l2_loss = losses.l2_regularization(self._q_network.trainable_weights)
+    importance_weights, loss_weights = self.sequence_loss_weights(
+        sample_info, weights,
+        batch_size=tf.shape(errors.selected_q_values)[0])
+    ntd_loss = self.td_loss(ntd_errors, loss_weights)
+    td1_loss = self.td_loss(td1_errors, loss_weights)
+    margin_loss = losses.large_margin_loss(errors.q_values, errors.actions,
+                                           action_steps, is_demo,
+                                           self._margin, loss_weights)
+    l2_loss = losses.l2_regularization(self.q_network.trainable_weights)
     total_loss = (self._ntd_loss_weight * ntd_loss +
                   self._td1_loss_weight * td1_loss +
                   self._margin_loss_weight * margin_loss +
                   self._l2_loss_weight * l2_loss)
 
-    priorities = r2d2_losses.sequence_priorities(
-        tf.stop_gradient(ntd_errors), ntd_targets.valid,
-        eta=self._priority_max_weight)
-    valid = tf.cast(ntd_targets.valid, tf.float32)
-    num_valid = tf.reduce_sum(valid)
-
-    def valid_mean(values):
-      return tf.math.divide_no_nan(
-          tf.reduce_sum(tf.where(ntd_targets.valid, values, 0.0)), num_valid)
-
-    frozen_q = tf.stop_gradient(online_q)
-    frozen_selected = tf.stop_gradient(selected)
+    frozen_q = tf.stop_gradient(errors.q_values)
+    frozen_selected = tf.stop_gradient(errors.selected_q_values)
     demo_steps = tf.logical_and(action_steps, is_demo[:, None])
     num_demo_steps = tf.reduce_sum(tf.cast(demo_steps, tf.float32))
     others_sum = tf.reduce_sum(frozen_q, axis=-1) - frozen_selected
-    num_others = tf.cast(num_actions - 1, tf.float32)
+    num_others = tf.cast(tf.shape(frozen_q)[-1] - 1, tf.float32)
     q_other_actions = tf.math.divide_no_nan(
         tf.reduce_sum(tf.where(demo_steps, others_sum, 0.0)),
         num_demo_steps * num_others)
+    r2d2_extra = self.td_loss_info(errors, ntd_loss, importance_weights)
     extra = R2D3LossInfo(
-        td_loss=ntd_loss,
-        priorities=priorities,
-        importance_weights=importance_weights,
-        q_mean=valid_mean(frozen_selected),
-        q_max=tf.reduce_max(
-            tf.where(ntd_targets.valid, frozen_selected, -float('inf'))),
-        target_mean=valid_mean(ntd_targets.targets),
-        abs_td_error_mean=valid_mean(tf.abs(ntd_errors)),
-        valid_fraction=tf.reduce_mean(valid),
+        **r2d2_extra._asdict(),
         ntd_loss=ntd_loss,
         td1_loss=td1_loss,
         margin_loss=margin_loss,
@@ -238,9 +191,7 @@ def _demo_experience(element):
   return experience._replace(is_demo=tf.ones(batch_shape, tf.bool))
 
 
-@gin.configurable(module='r2d3')
-def pretrain(agent, demo_dataset, num_steps=gin.REQUIRED,
-             after_train_step=None):
+def pretrain(agent, demo_dataset, num_steps, after_train_step=None):
   """Trains `agent` on demonstrations alone, before any acting.
 
   Needs no environment (DQfD's pre-training phase, Hester et al. 2018,
