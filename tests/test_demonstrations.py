@@ -11,12 +11,11 @@ import tensorflow as tf
 from tf_agents.policies import policy_saver
 from tf_agents.specs import tensor_spec
 
-import test_r2d2_support as r2d2_support  # pylint: disable=g-bad-import-order
-import test_r2d3_support as support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.replay import demonstrations
 from tfa_explore.replay import mixed_dataset
 from tfa_explore.testing import fake_envs
+from tfa_explore.testing import r2d2 as r2d2_support
+from tfa_explore.testing import r2d3 as support
 
 F, M, L = 0, 1, 2
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +29,7 @@ def _assert_episodes_equal(test, actual, expected):
     tf.nest.map_structure(test.assertAllEqual, a.observation, e.observation)
 
 
-class FileTest(support._TestCase):
+class FileTest(support.TestCase):
 
   def _write(self, num_episodes=3):
     episodes, env = support.counting_episodes(num_episodes=num_episodes,
@@ -176,7 +175,7 @@ class FileTest(support._TestCase):
     self.assertFalse(os.path.exists(path))
 
 
-class SequenceTest(support._TestCase):
+class SequenceTest(support.TestCase):
 
   def test_demo_sequences_layout_and_policy_info(self):
     agent = support.make_agent()  # burn-in 2, trace 4, period 2 -> 7.
@@ -227,7 +226,7 @@ class SequenceTest(support._TestCase):
     self.assertEqual(seen, wanted)
 
 
-class RecordingTest(support._TestCase):
+class RecordingTest(support.TestCase):
 
   def test_saved_r2d2_policy_source_replays_the_greedy_policy(self):
     agent = r2d2_support.make_agent(

@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-import test_r2d3_support as support  # pylint: disable=g-bad-import-order
+from tfa_explore.testing import r2d3 as support  # pylint: disable=g-bad-import-order
 
 from tfa_explore.environments import experts
 from tfa_explore.environments import minigrid

@@ -9,20 +9,18 @@ import tensorflow as tf
 from tf_agents.policies import policy_saver
 from tf_agents.specs import tensor_spec
 
-# pytest puts tests/ on sys.path (rootdir-relative 'prepend' import mode).
-import test_r2d2_support as support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
+from tfa_explore.testing import r2d2 as support
 
 F, M, L = 0, 1, 2  # StepType FIRST, MID, LAST
 
 
-class ActorEpsilonTest(support._TestCase, parameterized.TestCase):
+class ActorEpsilonTest(support.TestCase, parameterized.TestCase):
 
   @parameterized.parameters(
       # eps_i = 0.4 ** (1 + 7 i / (N - 1))
@@ -55,7 +53,7 @@ class ActorEpsilonTest(support._TestCase, parameterized.TestCase):
         [0.4**5.2, 0.4**6.6, 0.4**8], rtol=1e-6)
 
 
-class SequenceConfigTest(support._TestCase):
+class SequenceConfigTest(support.TestCase):
 
   def test_paper_numbers(self):
     config = r2d2_config.SequenceConfig()
@@ -70,7 +68,7 @@ class SequenceConfigTest(support._TestCase):
                                  replay_period=5)
 
 
-class SpecCheckTest(support._TestCase):
+class SpecCheckTest(support.TestCase):
 
   def test_continuous_action_spec_is_named(self):
     env = support.counting_env()
@@ -103,7 +101,7 @@ class SpecCheckTest(support._TestCase):
       agent.train(sequences)
 
 
-class StepMaskTest(support._TestCase):
+class StepMaskTest(support.TestCase):
 
   def test_hand_made_sequences(self):
     step_types = [
@@ -120,7 +118,7 @@ class StepMaskTest(support._TestCase):
          [0, 0, 0, 0, 1, 1, 1]])
 
 
-class BurnInTest(support._TestCase):
+class BurnInTest(support.TestCase):
 
   def _input_gradients(self, agent, sequences):
     observation = tf.Variable(sequences.observation)
@@ -185,7 +183,7 @@ class BurnInTest(support._TestCase):
         atol=0)
 
 
-class PaddingTest(support._TestCase):
+class PaddingTest(support.TestCase):
 
   def test_padding_never_reaches_loss_or_gradients(self):
     agent = support.make_agent()
@@ -220,7 +218,7 @@ class PaddingTest(support._TestCase):
     self.assertAllClose(base_info.extra.valid_fraction, 0.5)
 
 
-class StoredStateTest(support._TestCase):
+class StoredStateTest(support.TestCase):
 
   def test_learner_replays_the_actor_state_and_q_values(self):
     agent = support.make_agent(collect_epsilon=0.5)
@@ -269,7 +267,7 @@ class StoredStateTest(support._TestCase):
     self.assertAllClose(replayed[0], np.stack(actor_q[4:9]), atol=1e-5)
 
 
-class TdErrorsTest(support._TestCase):
+class TdErrorsTest(support.TestCase):
 
   def test_several_n_from_one_unroll(self):
     agent = support.make_agent(n_step=3)  # burn-in 2 of 7 steps
@@ -311,7 +309,7 @@ class TdErrorsTest(support._TestCase):
                               errors.by_n_step[3].valid))
 
 
-class TrainTest(support._TestCase):
+class TrainTest(support.TestCase):
 
   def test_target_network_copied_every_period(self):
     agent = support.make_agent(target_update_period=3)
@@ -391,7 +389,7 @@ class TrainTest(support._TestCase):
         {'Losses/td_loss', 'Replay/priority_mean', 'Q/selected_mean'}, tags)
 
 
-class PolicyTest(support._TestCase):
+class PolicyTest(support.TestCase):
 
   def test_collect_policy_stores_the_taken_action(self):
     agent = support.make_agent(collect_epsilon=1.0)  # always random

@@ -7,13 +7,12 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
-import test_r2d2_support as r2d2_support  # pylint: disable=g-bad-import-order
-import test_r2d3_support as support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import demonstrations
+from tfa_explore.testing import r2d2 as r2d2_support
+from tfa_explore.testing import r2d3 as support
 
 F, M, L = 0, 1, 2
 # burn-in 2, trace 4 + 1 bootstrap step; no padding.
@@ -25,7 +24,7 @@ def _mixed(trajectory, is_demo):
                                    tf.constant(is_demo, tf.bool))
 
 
-class R2D3LossTest(support._TestCase):
+class R2D3LossTest(support.TestCase):
 
   def test_margin_term_only_on_demo_sequences(self):
     agent = support.make_agent()
@@ -97,7 +96,7 @@ class R2D3LossTest(support._TestCase):
       support.make_agent(margin_loss_weight=-1.0)
 
 
-class R2D3TrainTest(support._TestCase):
+class R2D3TrainTest(support.TestCase):
 
   def test_summaries_name_each_term(self):
     agent = support.make_agent()

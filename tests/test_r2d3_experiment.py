@@ -20,7 +20,7 @@ import reverb
 import tensorflow as tf
 
 import test_r2d2_experiment as r2d2_test  # pylint: disable=g-bad-import-order
-import test_r2d3_support as support  # pylint: disable=g-bad-import-order
+from tfa_explore.testing import r2d3 as support  # pylint: disable=g-bad-import-order
 
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments import r2d2

@@ -3,12 +3,11 @@
 import numpy as np
 import tensorflow as tf
 
-import test_r2d3_support as support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.agents.r2d3 import losses
+from tfa_explore.testing import r2d3 as support
 
 
-class LargeMarginTest(support._TestCase):
+class LargeMarginTest(support.TestCase):
 
   def test_per_step_hand_computed(self):
     q = tf.constant([[1.0, 2.0, 0.5],

@@ -5,13 +5,12 @@ import portpicker
 import reverb
 import tensorflow as tf
 
-import test_r2d3_support as support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.replay import demonstrations
 from tfa_explore.replay import mixed_dataset
 from tfa_explore.replay import sequence_writer
 from tfa_explore.replay import tables
+from tfa_explore.testing import r2d3 as support
 
 AGENT, DEMO, SUCCESS = 'agent', 'demo', 'success'
 
@@ -64,7 +63,7 @@ class _AppendCountingClient:
     return writer
 
 
-class MixedReplayTest(support._TestCase):
+class MixedReplayTest(support.TestCase):
 
   def _server(self, agent, uniform=False, with_successes=False):
     """A server with an agent and a demo table, both filled.
@@ -227,7 +226,7 @@ class MixedReplayTest(support._TestCase):
                                   demo_ratio=0.5)
 
 
-class SuccessCopyTest(support._TestCase):
+class SuccessCopyTest(support.TestCase):
   """Actors copy episodes reaching `success_min_return` to a second table."""
 
   def test_only_episodes_reaching_the_return_are_copied(self):

@@ -13,21 +13,19 @@ from tf_agents.train import actor
 from tf_agents.train import learner
 from tf_agents.train.utils import train_utils
 
-# pytest puts tests/ on sys.path (rootdir-relative 'prepend' import mode).
-import test_r2d2_support as support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
 from tfa_explore.replay import sequence_writer
 from tfa_explore.replay import tables
+from tfa_explore.testing import r2d2 as support
 
 F, M, L = 0, 1, 2
 TABLE = 'r2d2'
 
 
-class _ReverbTestCase(support._TestCase):
+class _ReverbTestCase(support.TestCase):
 
   def start_server(self, table_list):
     server = reverb.Server(table_list, port=portpicker.pick_unused_port())

@@ -1,4 +1,4 @@
-"""Shared helpers (no tests) of the R2D2 and replay tests: small agents, sequences."""
+"""Helpers of the R2D2 and replay tests: a test case, small agents, sequences."""
 
 import numpy as np
 import tensorflow as tf
@@ -15,17 +15,23 @@ SMALL_CONFIG = r2d2_config.SequenceConfig(
     burn_in_steps=2, trace_length=4, replay_period=2)
 
 
-class _TestCase(tf.test.TestCase):
+class TestCase(tf.test.TestCase):
+  """`tf.test.TestCase` without the method pytest mistakes for a test."""
   # tf.test.TestCase's deprecated `test_session` context manager is not a
   # test, but pytest collects it by name and reports it as skipped.
   test_session = None
 
 
 def counting_env(seed=0, episode_length=5):
+  """`Counting-v0` (observation = step index, reward t) of a set length."""
   return fake_envs.load_counting(seed=seed, episode_length=episode_length)
 
 
 def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8, **kwargs):
+  """An initialized small `R2D2Agent` for `env` (default `counting_env()`).
+
+  `kwargs` go to `R2D2Agent`; each agent gets its own train step counter.
+  """
   env = env or counting_env()
   time_step_spec = tensor_spec.from_spec(env.time_step_spec())
   action_spec = tensor_spec.from_spec(env.action_spec())
@@ -95,5 +101,6 @@ def replace_at(trajectory, positions, values_fn):
 
 
 def trajectory_from_steps(time_step, policy_step, next_time_step):
+  """`trajectory.from_transition` (what an observer is called with)."""
   return trajectory_lib.from_transition(time_step, policy_step,
                                         next_time_step)

@@ -1,17 +1,17 @@
-"""Shared helpers (no tests) of the R2D3 tests: small agents, demo episodes."""
+"""Helpers of the R2D3 tests: small agents, a demo source, demo episodes."""
 
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
-# pytest puts tests/ on sys.path (rootdir-relative 'prepend' import mode).
-import test_r2d2_support as r2d2_support  # pylint: disable=g-bad-import-order
-
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import demonstrations
+from tfa_explore.testing import r2d2 as r2d2_testing
 
-SMALL_CONFIG = r2d2_support.SMALL_CONFIG
-_TestCase = r2d2_support._TestCase  # pylint: disable=protected-access
+SMALL_CONFIG = r2d2_testing.SMALL_CONFIG
+TestCase = r2d2_testing.TestCase
+# The name tests/test_experts.py uses.
+_TestCase = TestCase
 
 
 def make_agent_from_specs(time_step_spec, action_spec,
@@ -32,7 +32,8 @@ def make_agent_from_specs(time_step_spec, action_spec,
 
 
 def make_agent(env=None, **kwargs):
-  env = env or r2d2_support.counting_env()
+  """`make_agent_from_specs` with the specs of `env` (default Counting-v0)."""
+  env = env or r2d2_testing.counting_env()
   return make_agent_from_specs(env.time_step_spec(), env.action_spec(),
                                **kwargs)
 
@@ -57,6 +58,6 @@ class ActionSequenceSource:
 
 def counting_episodes(num_episodes=3, episode_length=5, actions=(1, 0, 1)):
   """Recorded Counting-v0 episodes (returns n (n + 1) / 2) and the env."""
-  env = r2d2_support.counting_env(episode_length=episode_length)
+  env = r2d2_testing.counting_env(episode_length=episode_length)
   return (demonstrations.record_episodes(
       env, ActionSequenceSource(actions), num_episodes), env)
