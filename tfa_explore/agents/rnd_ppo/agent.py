@@ -34,10 +34,10 @@ are not offered: L2 and KL penalties, log-prob clipping, reward
 normalisation (the paper clips extrinsic rewards in the environment), and
 losses not aggregated across replicas.
 
-`PPOAgent.compute_return_and_advantage(next_time_steps, value_preds)` has
-no counterpart: dual GAE needs the step types of the rows themselves, which
-`next_time_steps` do not carry. It raises, naming `preprocess_sequence` and
-`maths.dual_gae` instead.
+`compute_return_and_advantage(next_time_steps, value_preds)`, PPOAgent's
+public method, cannot work here: dual GAE needs the step types of the rows
+themselves, which `next_time_steps` do not carry. It raises, naming
+`preprocess_sequence` and `maths.dual_gae` instead.
 """
 
 import collections
