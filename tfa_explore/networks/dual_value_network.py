@@ -15,8 +15,8 @@ INTRINSIC = 'intrinsic'
 class DualValueNetwork(network.Network):
   """Emits `{'extrinsic': V_E, 'intrinsic': V_I}`, each shaped like the batch.
 
-  Not a gin configurable: `rnd_ppo.rnd_ppo_agent` builds it from its own
-  parameters, which a binding of the class would not override.
+  Not a gin configurable: `rnd_ppo.rnd_ppo_agent` builds it and passes every
+  argument itself, so a binding of the class would be silently ignored.
 
   The output is a dict of two scalar values per observation, which TF-Agents'
   `nest_utils.assert_value_spec` accepts as a value network output.
