@@ -2,6 +2,7 @@
 
 import os
 import threading
+import time
 
 import numpy as np
 import portpicker
@@ -179,6 +180,48 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     self.assertGreater(min(p for _, _, p, _ in batched_items), 0.0)
 
 
+class CloseTest(support.TestCase):
+
+  def test_one_timeout_covers_every_env(self):
+    client = _SlowClosingClient(close_seconds=0.1)
+    writer = sequence_writer.BatchedSequenceWriter(
+        client, TABLE, support.SMALL_CONFIG, num_envs=4)
+    writer.close(timeout_ms=250)
+    # Each env waits for what the earlier ones left of the 250 ms (each
+    # takes 100 ms): not 250 ms each, which would be 4 x the timeout.
+    timeouts = client.end_episode_timeouts
+    self.assertLen(timeouts, 4)
+    self.assertLessEqual(timeouts[0], 250)
+    self.assertLessEqual(timeouts[1], 160)
+    self.assertEqual(timeouts[-1], 0)
+    self.assertEqual(client.num_closed, 4)
+
+
+class _SlowClosingClient:
+  """Trajectory writers whose `end_episode` takes a while."""
+
+  def __init__(self, close_seconds):
+    self.close_seconds = close_seconds
+    self.end_episode_timeouts = []
+    self.num_closed = 0
+
+  def trajectory_writer(self, num_keep_alive_refs):
+    del num_keep_alive_refs
+    client = self
+
+    class _Writer:
+
+      def end_episode(self, clear_buffers, timeout_ms):
+        del clear_buffers
+        client.end_episode_timeouts.append(timeout_ms)
+        time.sleep(client.close_seconds)
+
+      def close(self):
+        client.num_closed += 1
+
+    return _Writer()
+
+
 class SignatureTest(_ReverbTestCase):
 
   def test_mismatched_table_is_named(self):
@@ -196,6 +239,22 @@ class SignatureTest(_ReverbTestCase):
         agent.collect_data_spec, TABLE, 7, local_server=server)
     with self.assertRaisesRegex(ValueError, 'network_state'):
       replay_dataset.replay_dataset(buffer, agent, batch_size=2)
+
+  def test_mismatched_success_table_is_named(self):
+    agent = support.make_agent()
+    other = support.make_agent(lstm_size=4)
+    length = agent.sequence_config.sequence_length
+    _, client = self.start_server([
+        tables.make_prioritized_table(
+            name, 10, spec, length, samples_per_insert=1.0,
+            min_size_to_sample=1)
+        for name, spec in ((TABLE, agent.collect_data_spec),
+                           ('successes', other.collect_data_spec))])
+    with self.assertRaisesRegex(ValueError,
+                                "'successes'.*network_state.*\\[7, 4\\]"):
+      sequence_writer.R2D2SequenceObserver(
+          client, TABLE, agent.sequence_config, agent.collect_data_spec,
+          success_table='successes', success_min_return=1.0)
 
   def test_other_sequence_length_is_named(self):
     agent = support.make_agent()
@@ -271,14 +330,12 @@ class PrioritiesTest(_ReverbTestCase):
     self.assertLen(seen, num_items)
 
 
-class TfClientTest(tf.test.TestCase):
+class TfClientTest(support.TestCase):
   """`tables.tf_client` clients work when built in many threads at once.
 
   Unnamed `reverb.TFClient(address)` clients fail this test with NotFound
   (the race behind a thread-mode actor crash); see `tables.tf_client`.
   """
-  # tf.test.TestCase's deprecated `test_session` is not a test.
-  test_session = None
 
   def _sample_in_threads(self, make_client):
     """Errors of 8 threads x 20 clients x 3 samples, 3 rounds."""

@@ -21,9 +21,12 @@ Optionally (a departure from the paper, off by default) a third table holds
 the agent's own successful episodes, written by the actors
 (`sequence_writer`, `success_table`); the learner samples it as part of the
 demonstration side, so the large-margin loss also applies to them.
+
+None of these is gin-configurable: the experiment's settings
+(`r2d3.DemonstrationReplay`) pass every value, so a binding here could
+only be silently overridden.
 """
 
-import gin
 import reverb
 import tensorflow as tf
 
@@ -32,7 +35,6 @@ from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.replay import tables
 
 
-@gin.configurable
 def make_demo_table(name, max_size, collect_data_spec, sequence_length,
                     priority_exponent=0.9):
   """A prioritized Reverb table for demonstration sequences.
@@ -106,9 +108,8 @@ def _batched_pairs(dataset, batch_size, prefetch):
       with_sample_info).prefetch(prefetch)
 
 
-@gin.configurable
 def mixed_dataset(server_address, agent_table, demo_table, agent,
-                  batch_size, demo_ratio=gin.REQUIRED, seed=None, prefetch=2,
+                  batch_size, demo_ratio, seed=None, prefetch=2,
                   rate_limiter_timeout_ms=-1, success_table=None,
                   success_ratio=0.0):
   """Batches whose elements come from the demo table with probability rho.

@@ -1,31 +1,24 @@
-"""Actor-side writer of R2D2 sequences into a Reverb table.
+"""Actor-side writers of R2D2 sequences into a Reverb table.
 
 `R2D2SequenceObserver` is a TF-Agents observer (called with one unbatched
-`Trajectory` per environment step, like `ReverbAddTrajectoryObserver`). Per
-episode it writes fixed-length, overlapping sequences that never cross the
-episode boundary (Kapturowski et al. 2019, Section 3):
-
-* before the episode's first step it appends `burn_in_steps` front padding
-  steps (zeros, step type FIRST), so the first trace starts at the
-  episode's first step (see `agents.r2d2.config` for why);
-* it creates an item of `sequence_length` steps every `stride` steps;
-* at the episode's end, if the last item did not reach the final step, it
-  appends rear padding steps (zeros, step type LAST -> FIRST like
-  TF-Agents' padding) up to the next item boundary and writes that item.
-
-The learner's `learning.step_mask` recognises both paddings from the step
-types, so neither reaches the loss. Lengths come from the agent's
-`SequenceConfig`, the same object the learner uses.
+`Trajectory` per environment step, like `ReverbAddTrajectoryObserver`). It
+cuts each episode with `sequence_cutter.SequenceCutter` (padded,
+overlapping sequences that never cross the episode boundary; see there)
+and appends each stream step to its Reverb writer once: items are
+references into that one stream, so overlapping items share the stored
+steps. `BatchedSequenceWriter` runs one observer per environment of a
+batched actor.
 
 Successes (optional; R2D3 with `success_min_return`, a departure from the
-paper): the observer keeps the steps and items of the current episode
-and, when the episode ends with a return of at least
-`success_min_return`, writes its sequences once more, with the same
+paper): the observer keeps the steps of the current episode and the
+priorities its items got and, when the episode ends with a return of at
+least `success_min_return`, writes its sequences once more, with the same
 priorities, to `success_table` (the learner's second demonstration
-table). The copy appends each step of the episode's stream (paddings
-included) once and cuts its items at the same offsets, so the success
-table's chunks hold every step once, as the agent table's do. The actor
-keeps references to one episode's steps per environment.
+table): `write_stream` of the episode cut again by the same cutter, which
+appends each stream step (paddings included) once and creates the items
+at the same ends, so the success table's chunks hold every step once, as
+the agent table's do. The actor keeps references to one episode's steps
+per environment.
 
 Initial priorities: with a `priority_fn` (the agent's
 `initial_priority_fn()`, evaluated with the actor's network copy, as in the
@@ -33,30 +26,58 @@ paper) each item gets its TD-based priority; without one, `default_priority`
 (cheaper, for ablations or weak actors).
 """
 
-import collections
+import time
 
 import numpy as np
 import tree
-from tf_agents.trajectories import time_step as ts
-from tf_agents.trajectories import trajectory as trajectory_lib
 
+from tfa_explore.replay import sequence_cutter
 from tfa_explore.replay import tables
 
 
-def _zeros_like(nest):
-  return tree.map_structure(lambda x: np.zeros_like(np.asarray(x)), nest)
+def write_stream(writer, table_name, stream, priorities):
+  """Writes a cut stream: each step appended once, each item created.
+
+  Args:
+    writer: a Reverb `TrajectoryWriter` keeping at least `sequence_length`
+      steps alive.
+    table_name: the table of the items.
+    stream: `StreamStep`s from `sequence_cutter` (e.g. `cut_episode`).
+    priorities: one priority per item of `stream`, in order.
+
+  Returns:
+    The number of items created.
+  """
+  priorities = list(priorities)
+  num_items = len(sequence_cutter.stream_items(stream))
+  if len(priorities) != num_items:
+    raise ValueError(
+        f'{len(priorities)} priorities for a stream of {num_items} items.')
+  priorities = iter(priorities)
+  for stream_step in stream:
+    writer.append(stream_step.step)
+    if stream_step.item is not None:
+      writer.create_item(table_name, float(next(priorities)),
+                         _last_steps(writer, len(stream_step.item)))
+  return num_items
 
 
-def _stack(nests):
-  """One nest of numpy arrays with a new leading axis over `nests`."""
-  return tree.map_structure(lambda *leaves: np.stack(leaves), *nests)
+def _last_steps(writer, length):
+  """The item columns of the last `length` steps appended to `writer`."""
+  return tree.map_structure(lambda column: column[-length:], writer.history)
 
 
-def _with_step_types(trajectory, step_type, next_step_type):
-  dtype = np.asarray(trajectory.step_type).dtype
-  return trajectory._replace(
-      step_type=np.asarray(step_type, dtype),
-      next_step_type=np.asarray(next_step_type, dtype))
+class _Deadline:
+  """The time left of one timeout shared by several waits (None: none)."""
+
+  def __init__(self, timeout_ms):
+    self._end = None if timeout_ms is None else (
+        time.monotonic() + timeout_ms / 1000.0)
+
+  def remaining_ms(self):
+    if self._end is None:
+      return None
+    return max(int((self._end - time.monotonic()) * 1000), 0)
 
 
 class R2D2SequenceObserver:
@@ -73,8 +94,8 @@ class R2D2SequenceObserver:
       table_name: the table to write to.
       sequence_config: the agent's `SequenceConfig`.
       collect_data_spec: the agent's `collect_data_spec`; if given, the
-        table's signature is checked against it (ValueError naming the
-        spec on mismatch).
+        signatures of the table (and of `success_table`) are checked
+        against it (ValueError naming the spec on mismatch).
       priority_fn: callable, `[sequence_length]` numpy trajectory -> float
         priority, e.g. `agent.initial_priority_fn()`; None to insert with
         `default_priority`.
@@ -92,10 +113,10 @@ class R2D2SequenceObserver:
           f'{success_table!r} and {success_min_return!r}.')
     self._success_table = success_table
     self._success_min_return = success_min_return
-    # This episode's stream (paddings included) and its items as
-    # {end offset in the stream: priority}; kept only with a success table.
-    self._episode_stream = []
-    self._episode_items = {}
+    # This episode's steps and its items' priorities, in order; kept only
+    # with a success table.
+    self._episode_steps = []
+    self._episode_priorities = []
     self._episode_return = 0.0
     self._num_success_items = 0
     self._success_writer = None
@@ -107,18 +128,19 @@ class R2D2SequenceObserver:
     self._priority_fn = priority_fn
     self._default_priority = float(default_priority)
     if collect_data_spec is not None:
-      signature = py_client.server_info()[table_name].signature
-      tables.check_signature(signature, collect_data_spec,
-                             self._sequence_length, table_name=table_name)
+      server_info = py_client.server_info()
+      tables.check_sequence_tables(
+          server_info, [table_name] + (
+              [success_table] if success_table is not None else []),
+          collect_data_spec, self._sequence_length,
+          missing_hint=f'the server has tables {sorted(server_info)}.')
+    self._cutter = sequence_cutter.SequenceCutter(sequence_config)
     # Pending items (see `add`) reach back at most one sequence and one
     # stride of rear padding.
     self._writer = py_client.trajectory_writer(
         num_keep_alive_refs=self._sequence_length + sequence_config.stride)
-    self._recent = collections.deque(maxlen=self._sequence_length)
-    self._stream_length = 0  # Steps (padding included) of this episode.
-    self._last_item_end = 0
     self._num_items = 0
-    self._pending = []  # (steps of the sequence, item columns, end offset)
+    self._pending = []  # (steps of the sequence, item columns)
     self._episode_over = False
 
   @property
@@ -141,28 +163,22 @@ class R2D2SequenceObserver:
     followed by `write_pending` before the next `add`.
     """
     trajectory = tree.map_structure(np.asarray, trajectory)
-    # Front padding only before a real episode start: an observer attached
-    # mid-episode (after `reset`) starts its stream at the current step.
-    if self._stream_length == 0 and trajectory.is_first():
-      front_padding = _with_step_types(
-          _zeros_like(trajectory), ts.StepType.FIRST, ts.StepType.FIRST)
-      for _ in range(self._config.burn_in_steps):
-        self._append(front_padding)
-    self._append(trajectory)
     if self._success_table is not None:
+      self._episode_steps.append(trajectory)
       self._episode_return += float(np.sum(trajectory.reward))
+    for stream_step in self._cutter.add(trajectory):
+      self._writer.append(stream_step.step)
+      if stream_step.item is not None:
+        self._pending.append(
+            (stream_step.item,
+             _last_steps(self._writer, self._sequence_length)))
     if trajectory.is_boundary():
-      if self._last_item_end != self._stream_length:
-        rear_padding = _with_step_types(
-            _zeros_like(trajectory), ts.StepType.LAST, ts.StepType.FIRST)
-        while self._last_item_end != self._stream_length:
-          self._append(rear_padding)
       self._episode_over = True
 
   @property
   def pending_sequences(self):
     """The `[sequence_length]` numpy sequences of the items not yet written."""
-    return [_stack(steps) for steps, _, _ in self._pending]
+    return [sequence_cutter.stack(steps) for steps, _ in self._pending]
 
   def write_pending(self, priorities=None):
     """Writes the items completed since the last call.
@@ -180,11 +196,11 @@ class R2D2SequenceObserver:
     if len(priorities) != len(self._pending):
       raise ValueError(f'{len(priorities)} priorities for '
                        f'{len(self._pending)} pending items.')
-    for (_, item, end), priority in zip(self._pending, priorities):
+    for (_, item), priority in zip(self._pending, priorities):
       self._writer.create_item(self._table_name, float(priority), item)
       self._num_items += 1
       if self._success_table is not None:
-        self._episode_items[end] = float(priority)
+        self._episode_priorities.append(float(priority))
     if self._pending:
       # Blocks while more than `max_in_flight_items` items are unconfirmed:
       # that is how the table's rate limiter holds the actor back, and what
@@ -194,35 +210,16 @@ class R2D2SequenceObserver:
     if self._episode_over:
       self._end_episode()
 
-  def _append(self, step):
-    self._writer.append(step)
-    self._recent.append(step)
-    if self._success_table is not None:
-      self._episode_stream.append(step)
-    self._stream_length += 1
-    length, stride = self._sequence_length, self._config.stride
-    if self._stream_length >= length and (
-        self._stream_length - length) % stride == 0:
-      item = tree.map_structure(lambda column: column[-length:],
-                                   self._writer.history)
-      self._pending.append((list(self._recent), item, self._stream_length))
-      self._last_item_end = self._stream_length
-
   def _write_successes(self):
     """Writes the finished episode's sequences to the success table."""
     if self._success_writer is None:
       self._success_writer = self._py_client.trajectory_writer(
           num_keep_alive_refs=self._sequence_length)
-    last_end = max(self._episode_items, default=0)
-    for offset, step in enumerate(self._episode_stream[:last_end], start=1):
-      self._success_writer.append(step)
-      if offset in self._episode_items:
-        item = tree.map_structure(
-            lambda column: column[-self._sequence_length:],
-            self._success_writer.history)
-        self._success_writer.create_item(
-            self._success_table, self._episode_items[offset], item)
-        self._num_success_items += 1
+    # The same cutter on the same steps: the agent table's stream and items.
+    stream = sequence_cutter.cut_episode(self._episode_steps, self._config)
+    self._num_success_items += write_stream(
+        self._success_writer, self._success_table, stream,
+        self._episode_priorities)
     # The success table is not rate limited: this only bounds the copies
     # in flight, as for the agent table.
     self._success_writer.flush(
@@ -232,16 +229,13 @@ class R2D2SequenceObserver:
     if (self._episode_over and self._success_table is not None and
         self._episode_return >= self._success_min_return):
       self._write_successes()
-    self._episode_stream = []
-    self._episode_items = {}
+    self._episode_steps = []
+    self._episode_priorities = []
     self._episode_return = 0.0
     # No Reverb `end_episode` here: it blocks until every pending item is
     # on the server (a round trip per episode, ~15 ms, which dominated a
     # batched actor's step). Items never reach back past the stream start,
     # so one Reverb episode can hold many of ours.
-    self._recent.clear()
-    self._stream_length = 0
-    self._last_item_end = 0
     self._episode_over = False
 
   def flush(self):
@@ -254,21 +248,25 @@ class R2D2SequenceObserver:
     """Drops the unfinished episode (its complete items are kept)."""
     del write_cached_steps  # An unfinished episode has no final step to pad.
     self.write_pending()
+    self._cutter.reset()
     self._end_episode()
 
   def close(self, timeout_ms=None):
-    """Sends the written items and closes the writer.
+    """Sends the written items and closes the writers.
 
     Args:
-      timeout_ms: longest wait for the server to accept the items still in
-        flight (its rate limiter may hold them); None waits for ever. Items
-        not accepted in time are dropped, and DeadlineExceededError raised.
+      timeout_ms: longest wait, for both writers together, for the server
+        to accept the items still in flight (its rate limiter may hold
+        them); None waits for ever. Items not accepted in time are
+        dropped, and DeadlineExceededError raised.
     """
+    deadline = _Deadline(timeout_ms)
     try:
-      self._writer.end_episode(clear_buffers=True, timeout_ms=timeout_ms)
+      self._writer.end_episode(clear_buffers=True,
+                               timeout_ms=deadline.remaining_ms())
       if self._success_writer is not None:
         self._success_writer.end_episode(clear_buffers=True,
-                                         timeout_ms=timeout_ms)
+                                         timeout_ms=deadline.remaining_ms())
     finally:
       self._writer.close()
       if self._success_writer is not None:
@@ -344,7 +342,7 @@ class BatchedSequenceWriter:
       for observer in self._observers:
         observer.write_pending()  # Ends episodes that produced no item.
       return
-    priorities = np.asarray(self._priorities_fn(_stack(flat)))
+    priorities = np.asarray(self._priorities_fn(sequence_cutter.stack(flat)))
     start = 0
     for observer, per_env in zip(self._observers, sequences):
       observer.write_pending(priorities[start:start + len(per_env)])
@@ -355,14 +353,20 @@ class BatchedSequenceWriter:
       observer.flush()
 
   def close(self, timeout_ms=None):
-    """`R2D2SequenceObserver.close` for each env (the timeout is per env).
+    """`R2D2SequenceObserver.close` for every env, within one timeout.
 
-    Every env's writer is closed; the first error is raised afterwards.
+    Args:
+      timeout_ms: longest wait for all envs together (not per env), as in
+        `R2D2SequenceObserver.close`; None waits for ever.
+
+    Every env's writer is closed, even once the time is up; the first error
+    is raised afterwards.
     """
+    deadline = _Deadline(timeout_ms)
     error = None
     for observer in self._observers:
       try:
-        observer.close(timeout_ms)
+        observer.close(deadline.remaining_ms())
       except Exception as e:  # pylint: disable=broad-except
         error = error or e
     if error is not None:

@@ -2,12 +2,13 @@
 
 One item = one sequence of `SequenceConfig.sequence_length` steps. Rate
 control is Reverb's `SampleToInsertRatio`: sequences sampled by the learner
-per sequence inserted by the actors.
+per sequence inserted by the actors. The table factories are not
+gin-configurable: the experiment's settings (`r2d2.Settings`) pass their
+values, so a binding here could only be silently overridden.
 """
 
 import uuid
 
-import gin
 import reverb
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
@@ -113,7 +114,6 @@ def default_error_buffer(min_size_to_sample, samples_per_insert,
              floor)
 
 
-@gin.configurable
 def make_prioritized_table(name,
                            max_size,
                            collect_data_spec,

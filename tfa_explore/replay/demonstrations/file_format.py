@@ -1,4 +1,4 @@
-"""Demonstration episodes: recording, a checked file format, R2D3 sequences.
+"""Demonstration episodes and their file format: write, read, validate.
 
 Episodes. A `DemoEpisode` of n transitions holds the n + 1 time steps
 s_0 (FIRST) .. s_n (LAST) (`observation`, `step_type`, `reward`,
@@ -32,15 +32,6 @@ mismatch names the header or the episode and its byte range, arrays are
 checked against the header's specs (field named), and the header's specs
 against the agent's (`check_specs`, field named). Nothing is skipped
 silently: any bad episode fails the whole read.
-
-Sequences. Demonstrations are replayed as the agent's own data: each
-episode becomes the trajectories an R2D2 actor would have written, with the
-policy info of `collect_data_spec` (`network_state` zeros: demonstrations
-have no recurrent state, so every demo sequence starts from the zero state
-and the learner's burn-in warms it up, as in Paine et al. 2019;
-`prev_action` / `prev_reward` from the demo itself), cut into overlapping
-sequences by the same `R2D2SequenceObserver` the actors use
-(`write_to_table`, or `episode_sequences` in memory).
 """
 
 import dataclasses
@@ -50,18 +41,13 @@ import os
 import struct
 import tempfile
 import zlib
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Dict, List
 
-import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
-from tf_agents.trajectories import trajectory as trajectory_lib
 from tf_agents.utils import nest_utils
-
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
-from tfa_explore.replay import sequence_writer
 
 MAGIC = b'TFADEMO\0'
 FORMAT_VERSION = 1
@@ -272,7 +258,8 @@ def _specs_from_json(specs):
   action_paths = [p for p in specs if p.split('/')[0] == 'action']
   if action_paths != ['action']:
     raise DemonstrationFileError(
-        f'Only single-array actions are supported; the file has {action_paths}.')
+        'Only single-array actions are supported; the file has '
+        f'{action_paths}.')
   return time_step_spec, spec_of('action', specs['action'])
 
 
@@ -511,321 +498,3 @@ def read_demonstrations(path, time_step_spec=None, action_spec=None):
                         time_step_spec=time_step_spec,
                         action_spec=action_spec,
                         metadata=header['metadata'])
-
-
-# --- recording --------------------------------------------------------------
-
-
-class ScriptedExpertSource:
-  """A demonstration source from an expert callable `expert(env) -> action`.
-
-  See `tfa_explore.environments.experts`.
-  """
-
-  def __init__(self, expert: Callable[[Any], Any]):
-    self._expert = expert
-    self.description = getattr(expert, '__name__', repr(expert))
-
-  def reset(self):
-    pass
-
-  def action(self, env, time_step):
-    del time_step  # The expert reads the environment itself.
-    return self._expert(env)
-
-
-class SavedPolicySource:
-  """A demonstration source from a `PolicySaver` export (e.g. greedy_policy).
-
-  R2D2 policies carry the recurrent state and the previous action in their
-  policy state (the previous reward comes from `time_step.reward`), so the
-  state returned by each `action` call is fed to the next one; it is reset
-  to `get_initial_state(1)` at every episode.
-  """
-
-  def __init__(self, policy_dir):
-    self._policy = tf.saved_model.load(policy_dir)
-    self._state = None
-    self.description = f'saved policy {policy_dir}'
-
-  def reset(self):
-    self._state = self._policy.get_initial_state(1)
-
-  def action(self, env, time_step):
-    del env
-    batched = tf.nest.map_structure(lambda x: tf.convert_to_tensor(x)[None],
-                                    time_step)
-    step = self._policy.action(batched, self._state)
-    self._state = step.state
-    return step.action.numpy()[0]
-
-
-@gin.configurable(module='demonstrations')
-def scripted_expert(expert=gin.REQUIRED):
-  """Gin factory of a `ScriptedExpertSource` (bind `expert`)."""
-  return ScriptedExpertSource(expert)
-
-
-@gin.configurable(module='demonstrations')
-def saved_policy(policy_dir=gin.REQUIRED):
-  """Gin factory of a `SavedPolicySource` (bind `policy_dir`)."""
-  return SavedPolicySource(policy_dir)
-
-
-def _stack(nests):
-  return tf.nest.map_structure(lambda *xs: np.stack([np.asarray(x)
-                                                     for x in xs]), *nests)
-
-
-def record_episode(env, source, max_steps=None):
-  """Steps `env` (an unbatched PyEnvironment) with `source` for one episode.
-
-  The episode starts with `env.reset()` and ends at the first LAST step
-  (termination or truncation) or after `max_steps` actions (then the
-  final step is relabelled LAST with discount 1, a truncation).
-  """
-  source.reset()
-  time_step = env.reset()
-  time_steps, actions = [time_step], []
-  while not time_step.is_last():
-    if max_steps is not None and len(actions) >= max_steps:
-      last = time_steps[-1]
-      time_steps[-1] = last._replace(
-          step_type=np.asarray(ts.StepType.LAST, last.step_type.dtype),
-          discount=np.ones_like(last.discount))
-      break
-    action = np.asarray(source.action(env, time_step),
-                        env.action_spec().dtype)
-    time_step = env.step(action)
-    time_steps.append(time_step)
-    actions.append(action)
-  stacked = _stack(time_steps)
-  return DemoEpisode(
-      observation=stacked.observation,
-      step_type=stacked.step_type.astype(np.int32),
-      reward=stacked.reward.astype(np.float32),
-      discount=stacked.discount.astype(np.float32),
-      action=np.stack(actions))
-
-
-# --- sequences --------------------------------------------------------------
-
-
-def episode_trajectories(episode, collect_data_spec):
-  """The unbatched numpy `Trajectory`s an R2D2 actor would have observed.
-
-  One per time step (n + 1, the LAST one included, as actors write them);
-  the LAST step's action is 0 and never trained on. Policy info: zero
-  network state, `prev_action` = a_{t-1} and `prev_reward` = reward[t]
-  (zeros on the FIRST step), exactly what `R2D2Policy` records.
-  """
-  info_spec = collect_data_spec.policy_info
-  action_dtype = tf.as_dtype(collect_data_spec.action.dtype).as_numpy_dtype
-  zero_state = tf.nest.map_structure(
-      lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype),
-      info_spec[r2d2_policy.NETWORK_STATE])
-  reward_dtype = tf.as_dtype(
-      info_spec[r2d2_policy.PREV_REWARD].dtype).as_numpy_dtype
-  step_dtype = tf.as_dtype(collect_data_spec.step_type.dtype).as_numpy_dtype
-  num_steps = len(episode.step_type)
-  actions = np.concatenate([np.asarray(episode.action, action_dtype),
-                            np.zeros([1], action_dtype)])
-  for t in range(num_steps):
-    last = t == num_steps - 1
-    info = {
-        r2d2_policy.NETWORK_STATE: zero_state,
-        r2d2_policy.PREV_ACTION: actions[t - 1] if t else action_dtype(0),
-        r2d2_policy.PREV_REWARD: reward_dtype(episode.reward[t] if t else 0),
-    }
-    yield trajectory_lib.Trajectory(
-        step_type=step_dtype(episode.step_type[t]),
-        observation=tf.nest.map_structure(lambda x: x[t],  # pylint: disable=cell-var-from-loop
-                                          episode.observation),
-        action=actions[t],
-        policy_info=info,
-        # The LAST step's successor is the next episode's FIRST (auto-reset).
-        next_step_type=step_dtype(ts.StepType.FIRST if last
-                                  else episode.step_type[t + 1]),
-        reward=reward_dtype(0 if last else episode.reward[t + 1]),
-        discount=np.float32(1 if last else episode.discount[t + 1]))
-
-
-def _observe_all(observer, episodes, collect_data_spec):
-  for episode in episodes:
-    for trajectory in episode_trajectories(episode, collect_data_spec):
-      observer(trajectory)
-
-
-def write_to_table(episodes, py_client, table_name, agent, priority_fn=None,
-                   default_priority=1.0):
-  """Writes demo episodes as the agent's sequences into a Reverb table.
-
-  Args:
-    episodes: `DemoEpisode`s (e.g. `read_demonstrations(...).episodes`,
-      read with the agent's specs).
-    py_client: `reverb.Client`.
-    table_name: the demonstration table (e.g. `mixed_dataset
-      .make_demo_table`); its signature is checked against the agent's.
-    agent: the `R2D2Agent` / `R2D3Agent` (sequence config, data spec).
-    priority_fn, default_priority: initial priorities, as for
-      `R2D2SequenceObserver`.
-
-  Returns:
-    The number of sequences written.
-  """
-  observer = sequence_writer.R2D2SequenceObserver(
-      py_client, table_name, agent.sequence_config, agent.collect_data_spec,
-      priority_fn=priority_fn, default_priority=default_priority)
-  try:
-    _observe_all(observer, episodes, agent.collect_data_spec)
-    observer.flush()
-    return observer.num_items_written
-  finally:
-    observer.close()
-
-
-class _InMemoryColumn:
-  """One column of `_InMemoryWriter.history`; slicing stacks the steps."""
-
-  def __init__(self):
-    self.steps = []
-
-  def __getitem__(self, index):
-    return np.stack(self.steps[index])
-
-
-class _InMemoryWriter:
-  """The part of Reverb's `TrajectoryWriter` that the observer uses."""
-
-  def __init__(self, items):
-    self._items = items
-    self.history = None
-
-  def append(self, step):
-    if self.history is None:
-      self.history = tf.nest.map_structure(lambda _: _InMemoryColumn(), step)
-    tf.nest.map_structure(lambda column, x: column.steps.append(x),
-                          self.history, step)
-
-  def create_item(self, table, priority, trajectory):
-    del table
-    self._items.append((priority, trajectory))
-
-  def end_episode(self, clear_buffers=True):
-    del clear_buffers
-    self.history = None
-
-  def flush(self, block_until_num_items=0, timeout_ms=None):
-    del block_until_num_items, timeout_ms
-
-  def close(self):
-    pass
-
-
-class _InMemoryClient:
-
-  def __init__(self):
-    self.items = []
-
-  def trajectory_writer(self, num_keep_alive_refs):
-    del num_keep_alive_refs
-    return _InMemoryWriter(self.items)
-
-
-def episode_sequences(episodes, agent) -> List[trajectory_lib.Trajectory]:
-  """The `[sequence_length]` numpy sequences `write_to_table` would write.
-
-  Same cutting (the actors' `R2D2SequenceObserver`), without Reverb: for
-  inspection, tests, or an in-memory `tf.data` demo dataset.
-  """
-  client = _InMemoryClient()
-  observer = sequence_writer.R2D2SequenceObserver(
-      client, 'in_memory', agent.sequence_config)
-  _observe_all(observer, episodes, agent.collect_data_spec)
-  return [trajectory for _, trajectory in client.items]
-
-
-class _CountingWriter(_InMemoryWriter):
-  """Counts the items instead of keeping them (one episode in memory)."""
-
-  def create_item(self, table, priority, trajectory):
-    del table, priority, trajectory
-    self._items.append(None)
-
-
-class _CountingClient(_InMemoryClient):
-
-  def trajectory_writer(self, num_keep_alive_refs):
-    del num_keep_alive_refs
-    return _CountingWriter(self.items)
-
-
-def count_sequences(episodes, agent) -> int:
-  """How many sequences `write_to_table` writes for `episodes`.
-
-  Same cutting as `episode_sequences`, but only one episode's steps are in
-  memory at a time, so it also suits long (Atari) demonstrations. The
-  demonstration table must hold at least this many items.
-  """
-  client = _CountingClient()
-  observer = sequence_writer.R2D2SequenceObserver(
-      client, 'counting', agent.sequence_config)
-  _observe_all(observer, episodes, agent.collect_data_spec)
-  return len(client.items)
-
-
-def record_episodes(env, source, num_episodes, max_steps=None):
-  """`num_episodes` consecutive episodes of `source` in `env`."""
-  return [record_episode(env, source, max_steps) for _ in range(num_episodes)]
-
-
-def sequences_dataset(sequences: Sequence[trajectory_lib.Trajectory]):
-  """A `tf.data.Dataset` of the given `[T]` sequences (unbatched)."""
-  return tf.data.Dataset.from_tensor_slices(_stack(sequences))
-
-
-@gin.configurable(module='demonstrations')
-def collect(output_path, num_episodes, env_loader=gin.REQUIRED,
-            source=gin.REQUIRED, seed=0, max_episode_steps=None,
-            metadata=None):
-  """Records `num_episodes` episodes of `source` into a demonstration file.
-
-  What `train/collect_demonstrations.py` runs. The env is
-  `env_loader(seed=seed)`; episodes follow each other in it, so `seed`
-  fixes them all. The header records the env id, the specs, the returns,
-  the source and seed, and gin's config.
-
-  Args:
-    output_path: the demonstration file (written atomically).
-    num_episodes: episodes to record (>= 1).
-    env_loader: e.g. `@minigrid.load` with its `env_id` bound.
-    source: a `ScriptedExpertSource` or `SavedPolicySource`
-      (`@demonstrations.scripted_expert()` / `@demonstrations.saved_policy()`).
-    seed: env seed.
-    max_episode_steps: optional cap on actions per episode (truncation).
-    metadata: extra JSON-serialisable header metadata.
-
-  Returns:
-    The episodes' returns.
-  """
-  if num_episodes < 1:
-    raise ValueError(f'num_episodes must be >= 1, got {num_episodes}.')
-  env = env_loader(seed=seed)
-  try:
-    env_id = getattr(env, 'env_id', type(env).__name__)
-    header_metadata = {
-        'source': getattr(source, 'description', repr(source)),
-        'seed': seed,
-        'gin_config': gin.config_str(),
-    }
-    header_metadata.update(metadata or {})
-    returns = []
-    with DemonstrationWriter(output_path, env_id, env.time_step_spec(),
-                             env.action_spec(), header_metadata) as writer:
-      for _ in range(num_episodes):
-        episode = record_episode(env, source, max_episode_steps)
-        writer.add_episode(episode)
-        returns.append(episode.episode_return)
-    return returns
-  finally:
-    env.close()
