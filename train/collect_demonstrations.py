@@ -30,6 +30,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tfa_explore.experiments import errors
 from tfa_explore.experiments import runner
 from tfa_explore.replay import demonstrations
 
@@ -53,7 +54,7 @@ def main(argv):
     returns = demonstrations.collect(_OUTPUT.value, _NUM_EPISODES.value)
   except RuntimeError as error:
     # Gin reports a missing REQUIRED binding only when the function runs.
-    if 'Required bindings for' not in str(error):
+    if not errors.is_missing_binding(error):
       raise
     print(f'Configuration error: {error}', file=sys.stderr)
     sys.exit(runner.CONFIG_ERROR_EXIT_CODE)
