@@ -263,14 +263,17 @@ class R2D2Agent(tf_agent.TFAgent):
 
   @property
   def importance_sampling_exponent(self):
+    """beta of the importance weights (`sequence_loss_weights`)."""
     return self._importance_sampling_exponent
 
   @property
   def priority_max_weight(self):
+    """eta of the priorities (`sequence_priorities`)."""
     return self._priority_max_weight
 
   @property
   def huber_delta(self):
+    """None (squared TD loss) or the Huber delta (`td_loss`)."""
     return self._huber_delta
 
   def actor_collect_policy(self, actor_index, num_actors, envs_per_actor=1):
