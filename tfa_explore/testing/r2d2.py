@@ -1,4 +1,4 @@
-"""Helpers of the R2D2 and replay tests: a test case, small agents, sequences."""
+"""Helpers of the R2D2 and replay tests: test case, small agents, sequences."""
 
 import numpy as np
 import tensorflow as tf
