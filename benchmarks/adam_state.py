@@ -17,24 +17,26 @@ import numpy as np
 import r2d2_rollouts
 
 # --run_dir and --checkpoint are r2d2_rollouts' flags.
-_RUN_DIR = r2d2_rollouts._RUN_DIR  # pylint: disable=protected-access
-_CHECKPOINT = r2d2_rollouts._CHECKPOINT  # pylint: disable=protected-access
+RUN_DIR = r2d2_rollouts.RUN_DIR
+CHECKPOINT = r2d2_rollouts.CHECKPOINT
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  agent, env = r2d2_rollouts._restore(  # pylint: disable=protected-access
-      _RUN_DIR.value, _CHECKPOINT.value, with_optimizer=True)
+  agent, env = r2d2_rollouts.restore_run(
+      RUN_DIR.value, CHECKPOINT.value, with_optimizer=True)
   env.close()
-  optimizer = agent._optimizer  # pylint: disable=protected-access
+  optimizer = agent.optimizer
+  # Keras names Adam's second moment of variable `x:0` 'v/x:0'.
+  velocities = {slot.name: slot for slot in optimizer.variables}
   steps = int(optimizer.iterations.numpy())
   epsilon = float(optimizer.epsilon)
   correction = 1.0 - float(optimizer.beta_2) ** steps
   print(f'{steps} Adam steps, epsilon {epsilon:g}')
   below, total = 0, 0
   for var in agent.q_network.trainable_variables:
-    slot = optimizer._velocities[optimizer._index_dict[optimizer._var_key(var)]]  # pylint: disable=protected-access
+    slot = velocities[f'v/{var.name}']
     rms = np.sqrt(slot.numpy() / correction).ravel()
     below += int(np.sum(rms < epsilon))
     total += rms.size

@@ -38,9 +38,9 @@ from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner  # pylint: disable=unused-import
 
-_RUN_DIR = flags.DEFINE_string('run_dir', None, 'A train_eval root_dir.',
+RUN_DIR = flags.DEFINE_string('run_dir', None, 'A train_eval root_dir.',
                                required=True)
-_CHECKPOINT = flags.DEFINE_string(
+CHECKPOINT = flags.DEFINE_string(
     'checkpoint', None, 'Checkpoint name in run_dir/checkpoints (default: '
     'the latest).')
 _EPISODES = flags.DEFINE_integer('episodes', 20, 'Episodes per epsilon.')
@@ -52,7 +52,7 @@ _Q_EPISODES = flags.DEFINE_integer('q_episodes', 3,
                                    'Greedy episodes with Q values printed.')
 
 
-def _restore(run_dir, checkpoint_name, with_optimizer=False):
+def restore_run(run_dir, checkpoint_name, with_optimizer=False):
   """(agent, env) of the run, weights (and Adam's slots) from the checkpoint."""
   gin.parse_config_file(os.path.join(run_dir, run_kit.OPERATIVE_CONFIG),
                         skip_unknown=True)
@@ -67,15 +67,16 @@ def _restore(run_dir, checkpoint_name, with_optimizer=False):
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
       action_spec=tensor_spec.from_spec(env.action_spec()),
       train_step_counter=tf.Variable(0, dtype=tf.int64))
-  if with_optimizer:
-    # Keras optimizers only restore slots that exist at restore time.
-    agent._optimizer.build(agent.q_network.trainable_variables)  # pylint: disable=protected-access
   directory = os.path.join(run_dir, run_kit.CHECKPOINT_DIR)
   path = (os.path.join(directory, checkpoint_name) if checkpoint_name
           else tf.train.latest_checkpoint(directory))
   if path is None:
     raise app.UsageError(f'No checkpoint in {directory}.')
   tf.train.Checkpoint(agent=agent).restore(path).expect_partial()
+  if with_optimizer:
+    # Adam's slots are restored when they are created, in the order the
+    # learner creates them: the Q network's trainable variables.
+    agent.optimizer.build(agent.q_network.trainable_variables)
   print(f'Restored {path}.')
   return agent, env
 
@@ -117,7 +118,7 @@ def _episode(agent, env, epsilon, rng, q_steps=()):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  agent, env = _restore(_RUN_DIR.value, _CHECKPOINT.value)
+  agent, env = restore_run(RUN_DIR.value, CHECKPOINT.value)
   rng = np.random.default_rng(0)
   q_steps = {int(step) for step in _Q_STEPS.value}
   for episode in range(_Q_EPISODES.value):

@@ -252,6 +252,11 @@ class R2D2Agent(tf_agent.TFAgent):
     return self._target_q_network
 
   @property
+  def optimizer(self):
+    """The optimizer of `q_network`'s trainable variables (diagnostics)."""
+    return self._optimizer
+
+  @property
   def n_step(self):
     """n of the n-step targets of the TD loss and the priorities."""
     return self._n_step
