@@ -9,7 +9,7 @@ from tfa_explore.environments import experts
 from tfa_explore.environments import minigrid
 
 
-class BfsTest(support._TestCase):
+class BfsTest(support.TestCase):
 
   def test_first_action_on_an_empty_grid(self):
     from minigrid.core import grid as grid_lib  # pylint: disable=g-import-not-at-top
@@ -35,7 +35,7 @@ class BfsTest(support._TestCase):
                                    lambda x, y, d: (x, y) == (9, 9))
 
 
-class DoorKeyExpertTest(support._TestCase):
+class DoorKeyExpertTest(support.TestCase):
 
   def test_solves_seeded_doorkey_8x8(self):
     solved, lengths = 0, []

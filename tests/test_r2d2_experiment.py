@@ -179,8 +179,9 @@ class SingleMachineTest(_TestCase):
         action_spec=tensor_spec.from_spec(env.action_spec()),
         train_step_counter=tf.Variable(0, dtype=tf.int64))
     env.close()
-    # Keras keeps the schedule itself in `_learning_rate`.
-    schedule = agent._optimizer._learning_rate  # pylint: disable=protected-access
+    # The optimizer's config holds the schedule it was built with.
+    schedule = tf.keras.optimizers.schedules.deserialize(
+        agent.optimizer.get_config()['learning_rate'])
     lr = float(schedule(0))
     self.assertGreater(lr, 0.0)
     self.assertAllClose([float(schedule(s)) for s in (5, 10, 20)],

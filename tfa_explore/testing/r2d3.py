@@ -10,8 +10,6 @@ from tfa_explore.testing import r2d2 as r2d2_testing
 
 SMALL_CONFIG = r2d2_testing.SMALL_CONFIG
 TestCase = r2d2_testing.TestCase
-# The name tests/test_experts.py uses.
-_TestCase = TestCase
 
 
 def make_agent_from_specs(time_step_spec, action_spec,
