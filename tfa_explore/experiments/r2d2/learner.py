@@ -192,8 +192,7 @@ class Learner:
               time.time() - self._start_time, 1e-9),
       }
       if self._progress.recent_returns:
-        metrics['AverageReturn'] = float(
-            np.mean(self._progress.recent_returns))
+        metrics['AverageReturn'] = self._progress.recent_return()
         metrics['AverageEpisodeLength'] = float(
             np.mean(self._progress.recent_lengths))
       summaries.scalars(summaries.METRICS, metrics, step=env_steps)
