@@ -5,3 +5,4 @@ from tfa_explore.networks.rnd_networks import last_frame
 from tfa_explore.networks.rnd_networks import rnd_conv_networks
 from tfa_explore.networks.rnd_networks import rnd_mlp_networks
 from tfa_explore.networks.rnd_networks import RndNetwork
+from tfa_explore.networks.recurrent_dueling_q_network import RecurrentDuelingQNetwork
