@@ -63,3 +63,43 @@ def run_logged(command, log_path, check=True):
   if check and code:
     raise subprocess.CalledProcessError(code, command)
   return seconds, code
+
+
+def plot_eval_curves(curves, path, title, ylabel, target, budget):
+  """Draws greedy eval curves against env steps into the PNG `path`.
+
+  Args:
+    curves: {variant: {seed: [(env_step, value)]}}; one colour per variant
+      (in this order, also the legend's), one thin line per seed. Runs
+      without evals are left out.
+    path: the PNG to write (its directory is created).
+    title: figure title.
+    ylabel: y-axis label (what the eval measures).
+    target: value of the dashed horizontal target line.
+    budget: env-step budget, a dotted vertical line.
+  """
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use('Agg')
+  from matplotlib import pyplot  # pylint: disable=g-import-not-at-top
+  figure, axes = pyplot.subplots(figsize=(8, 4.5))
+  colours = pyplot.rcParams['axes.prop_cycle'].by_key()['color']
+  for index, (variant, seeds) in enumerate(curves.items()):
+    colour = colours[index % len(colours)]
+    drawn = [seed for seed, points in seeds.items() if points]
+    for seed in drawn:
+      steps, values = zip(*seeds[seed])
+      seed_list = ('seed ' if len(drawn) == 1 else 'seeds ') + ','.join(
+          map(str, drawn))
+      axes.plot(steps, values, color=colour, linewidth=1, alpha=0.8,
+                label=f'{variant} ({seed_list})' if seed == drawn[0] else None)
+  axes.axhline(target, color='grey', linestyle='--', linewidth=1,
+               label=f'target {target:g}')
+  axes.axvline(budget, color='grey', linestyle=':', linewidth=1)
+  axes.set_xlabel('env steps')
+  axes.set_ylabel(ylabel)
+  axes.set_title(title)
+  axes.legend(loc='best', fontsize='small')
+  figure.tight_layout()
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  figure.savefig(path, dpi=80)
+  pyplot.close(figure)

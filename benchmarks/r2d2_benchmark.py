@@ -2,7 +2,7 @@ r"""R2D2 vs its feed-forward twin on StatelessCartPole-v1, plus throughput.
 
   python benchmarks/r2d2_benchmark.py --output_dir=runs/r2d2_benchmark \
       [--seeds=0,1,2] [--variants=r2d2,feed_forward] [--num_env_steps=200000]
-      [--report_only] [--gin_bindings=B ...]
+      [--report_only] [--png=P] [--gin_bindings=B ...]
 
 Runs train/train_eval.py with gin/r2d2/stateless_cartpole.gin once per
 (variant, seed), one run at a time, into output_dir/<variant>_seed<seed>
@@ -13,7 +13,10 @@ prints:
   eval return, the first env step with an eval return >= 450 (the
   target), wall time;
 * throughput: sequences inserted per second (Replay/inserted over the run),
-  learner steps per second and env steps per second overall.
+  learner steps per second and env steps per second overall;
+* with --png (also with --report_only): the greedy eval return
+  (eval/Metrics/AverageReturn) of every run against env steps, one colour
+  per variant, one thin line per seed, the target as a dashed line.
 
 `r2d2` is the gin file as shipped (2 actor processes stepping 8 batched
 envs each: 16 epsilon slots). The feed-forward variant binds
@@ -58,6 +61,8 @@ _EXTRA_BINDINGS = flags.DEFINE_multi_string(
     'config; the report lists them).')
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False,
                                  'Only read existing runs.')
+_PNG = flags.DEFINE_string('png', None,
+                           'Also draw the eval curves into this PNG.')
 
 
 def summarize(run_dir):
@@ -84,6 +89,7 @@ def summarize(run_dir):
       'sequences_per_second':
           (inserted[-1][2] - inserted[0][2]) / max(wall, 1e-9),
       'wall_seconds': wall,
+      'curve': [(step, value) for step, _, value in evals],
   }
 
 
@@ -138,6 +144,17 @@ def main(argv):
       print(f"| {variant} | {seed} | {result['sequences_per_second']:.1f} | "
             f"{result['learner_steps_per_second']:.1f} | "
             f"{result['env_steps_per_second']:.0f} |")
+  if _PNG.value:
+    curves = {}
+    for variant, seed, result in rows:
+      curves.setdefault(variant, {})[seed] = result['curve'] if result else []
+    extra = ' (extra bindings)' if _EXTRA_BINDINGS.value else ''
+    common.plot_eval_curves(
+        curves, _PNG.value,
+        title=f'R2D2 on StatelessCartPole-v1{extra}: greedy eval',
+        ylabel='greedy eval return (10 episodes)', target=TARGET_RETURN,
+        budget=_NUM_ENV_STEPS.value)
+    print(f'\nEval curves: {_PNG.value}')
 
 
 if __name__ == '__main__':
