@@ -65,7 +65,8 @@ def run_logged(command, log_path, check=True):
   return seconds, code
 
 
-def plot_eval_curves(curves, path, title, ylabel, target, budget):
+def plot_eval_curves(curves, path, title, ylabel, target, budget,
+                     ylim=None):
   """Draws greedy eval curves against env steps into the PNG `path`.
 
   Args:
@@ -77,6 +78,7 @@ def plot_eval_curves(curves, path, title, ylabel, target, budget):
     ylabel: y-axis label (what the eval measures).
     target: value of the dashed horizontal target line.
     budget: env-step budget, a dotted vertical line.
+    ylim: (bottom, top) of the y-axis, or None for matplotlib's choice.
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
@@ -97,6 +99,8 @@ def plot_eval_curves(curves, path, title, ylabel, target, budget):
   axes.axvline(budget, color='grey', linestyle=':', linewidth=1)
   axes.set_xlabel('env steps')
   axes.set_ylabel(ylabel)
+  if ylim is not None:
+    axes.set_ylim(*ylim)
   axes.set_title(title)
   axes.legend(loc='best', fontsize='small')
   figure.tight_layout()

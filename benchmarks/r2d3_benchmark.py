@@ -3,7 +3,7 @@ r"""R2D3 vs its R2D2 twin on MiniGrid-DoorKey-8x8, plus a demo-ratio ablation.
   python benchmarks/r2d3_benchmark.py --output_dir=runs/r2d3_benchmark \
       [--seeds=0,1,2] [--variants=r2d3,r2d2,rho_1_256,rho_1_16,rho_1_4] \
       [--ablation_seeds=0] [--num_env_steps=300000] \
-      [--num_demo_episodes=20] [--demo_file=F] [--report_only] \
+      [--num_demo_episodes=20] [--demo_file=F] [--report_only] [--png=P] \
       [--gin_bindings=B ...] [--r2d3_gin_bindings=B ...]
 
 1. Demonstrations: unless --demo_file is given, records --num_demo_episodes
@@ -29,6 +29,10 @@ r"""R2D3 vs its R2D2 twin on MiniGrid-DoorKey-8x8, plus a demo-ratio ablation.
    well a run holds what it learnt: at 300k, the evals from ~210k on),
    learner steps (pre-training included), wall time (first to last event,
    TF start-up excluded).
+4. With --png (also with --report_only): the greedy eval success rate of
+   every run against env steps (R2D3's first point, at 0, is right after
+   pre-training), one colour per variant, one thin line per seed, the
+   target as a dashed line.
 
 --gin_bindings / --r2d3_gin_bindings (the latter only for the variants
 with demonstrations) are for smoke tests with a tiny budget; the table
@@ -107,6 +111,8 @@ _EXTRA_R2D3_BINDINGS = flags.DEFINE_multi_string(
     "'r2d3.DemonstrationReplay.pretrain_steps = 20'.")
 _REPORT_ONLY = flags.DEFINE_bool('report_only', False,
                                  'Only read existing runs.')
+_PNG = flags.DEFINE_string('png', None,
+                           'Also draw the eval curves into this PNG.')
 
 
 def demo_file(output_dir):
@@ -151,6 +157,7 @@ def summarize(run_dir):
                                   if step > 0][-LAST_EVALS:] or [np.nan])),
       'learner_steps': int(learner[-1][2]) if learner else 0,
       'wall_seconds': max(wall_times) - min(wall_times),
+      'curve': [(step, value) for step, _, value in evals],
   }
 
 
@@ -166,12 +173,18 @@ def run(variant, seed, run_dir, demo_path):
   print(f'  {variant} seed {seed}: {seconds:.0f} s', flush=True)
 
 
+def _shown_path(path):
+  """`path` relative to the checkout if inside it (no machine paths)."""
+  relative = os.path.relpath(path, REPO_ROOT)
+  return path if relative.startswith(os.pardir) else relative
+
+
 def report(rows, demo_path):
   """The Markdown table and per-variant target lines."""
   lines = [
       f'MiniGrid-DoorKey-8x8-v0, {_NUM_ENV_STEPS.value:,} env steps, '
-      f'demonstrations: {demo_path}; greedy eval success rate (fraction of '
-      f'episodes reaching the goal), target >= {TARGET_SUCCESS}.',
+      f'demonstrations: {_shown_path(demo_path)}; greedy eval success rate '
+      f'(fraction of episodes reaching the goal), target >= {TARGET_SUCCESS}.',
   ]
   extra = _EXTRA_BINDINGS.value + _EXTRA_R2D3_BINDINGS.value
   if extra:
@@ -234,6 +247,19 @@ def main(argv):
   print('\n' + table)
   with open(os.path.join(output_dir, 'results.md'), 'w') as f:
     f.write(table + '\n')
+  if _PNG.value:
+    curves = {}
+    for variant, seed, result in rows:
+      curves.setdefault(variant, {})[seed] = result['curve'] if result else []
+    extra = (' (extra bindings)' if
+             _EXTRA_BINDINGS.value + _EXTRA_R2D3_BINDINGS.value else '')
+    common.plot_eval_curves(
+        curves, _PNG.value,
+        title=f'R2D3 and its R2D2 twin on MiniGrid-DoorKey-8x8-v0{extra}',
+        ylabel='greedy eval success rate (20 episodes)',
+        target=TARGET_SUCCESS, budget=_NUM_ENV_STEPS.value,
+        ylim=(-0.03, 1.03))
+    print(f'\nEval curves: {_PNG.value}')
 
 
 if __name__ == '__main__':
