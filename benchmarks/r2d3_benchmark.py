@@ -215,9 +215,15 @@ def report(rows, demo_path):
     hits = sum(r is not None and r['first_target_step'] is not None and
                r['first_target_step'] <= _NUM_ENV_STEPS.value
                for r in results)
+    # Unfinished runs count as seeds (they may still reach the target);
+    # the line says how many there are.
+    unfinished = sum(r is None or r['env_steps'] < _NUM_ENV_STEPS.value
+                     for r in results)
     lines.append(f'* {variant}: success rate >= {TARGET_SUCCESS} within '
                  f'{_NUM_ENV_STEPS.value:,} env steps on {hits}/'
-                 f'{len(results)} seeds.')
+                 f'{len(results)} seeds' +
+                 (f' ({unfinished} not run or unfinished).' if unfinished
+                  else '.'))
   return '\n'.join(lines)
 
 
