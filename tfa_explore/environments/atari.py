@@ -17,6 +17,14 @@ Environment" (Section 5) and the RND paper (Burda et al. 2018, Appendix A.4):
 * episodes stop after 18000 emulator frames (= 4500 agent steps at skip 4),
   as in RND; ALE reports the limit as truncation, which
   `GymnasiumWrapper` turns into `StepType.LAST` with discount 1.
+
+`preprocess_env` is the observation encoding (everything after
+`gymnasium.make`); `load` applies it, and a policy exported from an Atari
+run acts on a plain gymnasium ALE env through it
+(docs/exported_policies.md). It wraps the env rather than mapping one
+observation because the encoded observation depends on frames the agent
+never sees: the max-pool of the last two emulator frames of each action
+repeat, and the previous agent steps of the stack.
 """
 
 from typing import Optional
@@ -82,6 +90,46 @@ def check_ale_v5_id(env_id: str) -> None:
         f'{env_id!r}.')
 
 
+def preprocess_env(env: gym.Env,
+                   frame_skip: int = 4,
+                   screen_size: int = 84,
+                   grayscale: bool = True,
+                   frame_stack: int = 4,
+                   terminal_on_life_loss: bool = False,
+                   noop_max: int = 0) -> gym.Env:
+  """The preset's observation encoding, as wrappers of a gymnasium ALE env.
+
+  The one implementation: `load` calls it on the env it makes, and a user
+  acting with an exported policy calls it on their own
+  `gymnasium.make(env_id, frameskip=1, ...)` env. Action repeat with a
+  max-pool of the last two frames, grey, resize (gymnasium's
+  `AtariPreprocessing`), then a stack of the last `frame_stack` frames on
+  the channel axis, oldest first.
+
+  Args:
+    env: an ALE env made with `frameskip=1` (the repeat happens here; ALE
+      v5's default of 4 raises ValueError). Sticky actions and the episode
+      frame limit are `gymnasium.make` arguments (`repeat_action_probability`,
+      `max_num_frames_per_episode`); `load` sets them to 0.25 and 18000.
+    frame_skip, screen_size, grayscale, frame_stack, terminal_on_life_loss,
+    noop_max: as for `load`; the defaults are the preset's.
+
+  Returns:
+    The wrapped env: uint8 observations (screen_size, screen_size,
+    frame_stack * (1 if grayscale else 3)), (84, 84, 4) by default.
+  """
+  env = gym.wrappers.AtariPreprocessing(
+      env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
+      terminal_on_life_loss=terminal_on_life_loss,
+      grayscale_obs=grayscale, grayscale_newaxis=False, scale_obs=False)
+  if frame_stack > 1:
+    env = gym.wrappers.FrameStackObservation(env, stack_size=frame_stack)
+    return ChannelsLastFrameStack(env)
+  if grayscale:
+    return SingleFrameChannel(env)
+  return env
+
+
 @gin.configurable(module='atari', denylist=['seed'])
 def load(env_id: str = 'ALE/MontezumaRevenge-v5',
          seed: Optional[int] = None,
@@ -137,15 +185,9 @@ def load(env_id: str = 'ALE/MontezumaRevenge-v5',
     kwargs['max_num_frames_per_episode'] = int(max_episode_frames)
   if render_mode is not None:
     kwargs['render_mode'] = render_mode
-  env = gym.make(env_id, **kwargs)
-  env = gym.wrappers.AtariPreprocessing(
-      env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
-      terminal_on_life_loss=terminal_on_life_loss,
-      grayscale_obs=grayscale, grayscale_newaxis=False, scale_obs=False)
-  if frame_stack > 1:
-    env = gym.wrappers.FrameStackObservation(env, stack_size=frame_stack)
-    env = ChannelsLastFrameStack(env)
-  elif grayscale:
-    env = SingleFrameChannel(env)
+  env = preprocess_env(
+      gym.make(env_id, **kwargs), frame_skip=frame_skip,
+      screen_size=screen_size, grayscale=grayscale, frame_stack=frame_stack,
+      terminal_on_life_loss=terminal_on_life_loss, noop_max=noop_max)
   return suite_gymnasium.GymnasiumWrapper(env, seed=seed, discount=discount,
                                           env_id=env_id)

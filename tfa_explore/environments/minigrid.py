@@ -27,6 +27,11 @@ Channel layout (C), per cell:
 Each step's info dict carries `agent_pos` (x, y) and `agent_dir`, so an
 "episode visits" metric can count the distinct cells visited through
 `GymnasiumWrapper.last_info`.
+
+`encode_observation` is the encoding itself, a function of one gymnasium
+observation; `load` applies it through `ImageDirectionObservation`, and a
+policy exported from a MiniGrid run acts on a plain gymnasium MiniGrid env
+through it (docs/exported_policies.md).
 """
 
 from typing import Any, Callable, Dict, Optional, Sequence
@@ -71,51 +76,81 @@ class AgentPositionInfo(gym.Wrapper):
             self._with_position(info))
 
 
+def _index_depths():
+  """Sizes of the (object, colour, state) index channels when one-hot."""
+  _, _, constants = _minigrid_modules()
+  return (len(constants.OBJECT_TO_IDX), len(constants.COLOR_TO_IDX),
+          NUM_STATES)
+
+
+def num_channels(one_hot: bool = False, include_direction: bool = True) -> int:
+  """C of the encoded HxWxC observation (see the module docstring)."""
+  if one_hot:
+    return sum(_index_depths()) + (
+        NUM_DIRECTIONS if include_direction else 0)
+  return 3 + (1 if include_direction else 0)
+
+
+def encode_observation(observation: Dict[str, Any], one_hot: bool = False,
+                       include_direction: bool = True) -> np.ndarray:
+  """MiniGrid's dict observation as the presets' one uint8 HxWxC array.
+
+  The one implementation of the encoding: `load` (through
+  `ImageDirectionObservation`) calls it, and so does a user acting with an
+  exported policy on a plain `gymnasium.make(env_id)` env. For a policy
+  trained with `fully_observable=True`, wrap that env in minigrid's
+  `FullyObsWrapper` first, as `load` does.
+
+  Args:
+    observation: gymnasium's MiniGrid observation, a dict with 'image'
+      (H, W, 3) indices and 'direction' (0..3); 'mission' is ignored.
+    one_hot: the `one_hot` the policy was trained with.
+    include_direction: the `include_direction` it was trained with.
+
+  Returns:
+    uint8 (H, W, C), C = `num_channels(one_hot, include_direction)`:
+    (7, 7, 4) for `load`'s defaults.
+  """
+  image = np.asarray(observation['image'], dtype=np.uint8)
+  direction = int(observation['direction'])
+  height, width, _ = image.shape
+  if not one_hot:
+    planes = [image]
+    if include_direction:
+      planes.append(np.full((height, width, 1), direction, dtype=np.uint8))
+    return np.concatenate(planes, axis=-1)
+  planes = []
+  for channel, depth in enumerate(_index_depths()):
+    # np.eye indexing one-hot encodes every cell at once.
+    planes.append(np.eye(depth, dtype=np.uint8)[image[..., channel]])
+  if include_direction:
+    direction_one_hot = np.eye(NUM_DIRECTIONS, dtype=np.uint8)[direction]
+    planes.append(np.broadcast_to(direction_one_hot,
+                                  (height, width, NUM_DIRECTIONS)))
+  return np.concatenate(planes, axis=-1)
+
+
 class ImageDirectionObservation(gym.ObservationWrapper):
   """Turns MiniGrid's dict observation into one HxWxC uint8 array.
 
-  See the module docstring for the channel layout.
+  `encode_observation` of every observation; see the module docstring for
+  the channel layout.
   """
 
   def __init__(self, env: gym.Env, one_hot: bool = False,
                include_direction: bool = True):
     super().__init__(env)
-    _, _, constants = _minigrid_modules()
     self._one_hot = one_hot
     self._include_direction = include_direction
-    image_space = env.observation_space['image']
-    height, width, _ = image_space.shape
-    # Sizes of each index channel when one-hot encoded.
-    self._depths = (len(constants.OBJECT_TO_IDX), len(constants.COLOR_TO_IDX),
-                    NUM_STATES)
-    if one_hot:
-      channels = sum(self._depths)
-      channels += NUM_DIRECTIONS if include_direction else 0
-      high = 1
-    else:
-      channels = 3 + (1 if include_direction else 0)
-      high = 255
+    height, width, _ = env.observation_space['image'].shape
     self.observation_space = gym.spaces.Box(
-        low=0, high=high, shape=(height, width, channels), dtype=np.uint8)
+        low=0, high=1 if one_hot else 255,
+        shape=(height, width, num_channels(one_hot, include_direction)),
+        dtype=np.uint8)
 
   def observation(self, observation):
-    image = np.asarray(observation['image'], dtype=np.uint8)
-    direction = int(observation['direction'])
-    height, width, _ = image.shape
-    if not self._one_hot:
-      planes = [image]
-      if self._include_direction:
-        planes.append(np.full((height, width, 1), direction, dtype=np.uint8))
-      return np.concatenate(planes, axis=-1)
-    planes = []
-    for channel, depth in enumerate(self._depths):
-      # np.eye indexing one-hot encodes every cell at once.
-      planes.append(np.eye(depth, dtype=np.uint8)[image[..., channel]])
-    if self._include_direction:
-      direction_one_hot = np.eye(NUM_DIRECTIONS, dtype=np.uint8)[direction]
-      planes.append(np.broadcast_to(direction_one_hot,
-                                    (height, width, NUM_DIRECTIONS)))
-    return np.concatenate(planes, axis=-1)
+    return encode_observation(observation, one_hot=self._one_hot,
+                              include_direction=self._include_direction)
 
 
 @gin.configurable(module='minigrid', denylist=['seed'])

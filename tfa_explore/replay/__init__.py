@@ -1,15 +1,31 @@
 """Reverb replay for tfa_explore agents.
 
-R2D2: `tables.make_prioritized_table` (prioritized table with a
-SampleToInsertRatio rate limiter and the agent's signature),
-`sequence_cutter` (the one pure cutter of episodes into padded,
-overlapping, episode-aligned sequences), `sequence_writer` (actor side:
-`R2D2SequenceObserver` / `BatchedSequenceWriter` write the cut sequences
-with initial priorities; `write_stream` writes a cut episode),
-`dataset.replay_dataset` (learner side: sequences with their sample info)
-and `priority_updater.PriorityUpdater` (priorities back to Reverb by key).
+R2D2, in the order a TF-Agents actor/learner pipeline uses them
+(examples/r2d2_custom_env.py puts them together):
+
+* `make_prioritized_table` (`tables`): a prioritized table with a
+  `SampleToInsertRatio` rate limiter and the agent's signature.
+* `R2D2SequenceObserver` (`sequence_writer`): the actor's observer, in
+  place of `ReverbAddTrajectoryObserver`: padded, overlapping,
+  episode-aligned sequences (cut by `sequence_cutter`, the one pure
+  cutter) with their stored recurrent state and initial priorities;
+  `BatchedSequenceWriter` does the same for a batch of envs, and
+  `write_stream` writes a cut episode.
+* `replay_dataset` (`dataset`): the learner's dataset over a stock
+  `ReverbReplayBuffer`: `(PrioritizedSequences, sample_info)` pairs, as
+  the stock `Learner` unpacks them.
+* `PriorityUpdater` (`priority_updater`): the stock `Learner`'s
+  `after_train_strategy_step_fn`; the learner's priorities back to Reverb
+  by key.
 
 R2D3: `demonstrations` (file format, recording, demo episodes as
 sequences) and `mixed_dataset` (demonstration table, the agent/demo mix,
-priorities back to each table).
+priorities back to each table); import those modules by name.
 """
+
+from tfa_explore.replay.dataset import replay_dataset
+from tfa_explore.replay.priority_updater import PriorityUpdater
+from tfa_explore.replay.sequence_writer import BatchedSequenceWriter
+from tfa_explore.replay.sequence_writer import R2D2SequenceObserver
+from tfa_explore.replay.sequence_writer import write_stream
+from tfa_explore.replay.tables import make_prioritized_table
