@@ -9,6 +9,7 @@ from tf_agents.drivers import dynamic_step_driver
 from tf_agents.environments import batched_py_environment
 from tf_agents.environments import tf_py_environment
 from tf_agents.networks import actor_distribution_network
+from tf_agents.networks import value_network
 from tf_agents.policies import policy_saver
 from tf_agents.replay_buffers import tf_uniform_replay_buffer
 from tf_agents.train.utils import spec_utils
@@ -62,6 +63,7 @@ def make_agent(env, seed=0, intrinsic_settings=None, rnd=True, **kwargs):
   settings = dict(num_epochs=2, num_minibatches=2,
                   train_step_counter=tf.Variable(0, dtype=tf.int64))
   settings.update(kwargs)
+  settings = {k: v for k, v in settings.items() if v is not None}
   return agents.RndPPOAgent(
       time_step_spec, action_spec,
       optimizer=tf.keras.optimizers.Adam(1e-3),
@@ -154,7 +156,8 @@ class RndPPOAgentTest(_TestCase):
     self.assertEqual(int(self.agent.train_step_counter), 8)
 
   def test_value_losses_are_returned_per_head(self):
-    experience = self.agent._preprocess(collect(self.env, self.agent))  # pylint: disable=protected-access
+    experience = self.agent._preprocess(  # pylint: disable=protected-access
+        collect(self.env, self.agent), update_statistics=True)
     info = experience.policy_info
     heads = {'extrinsic': info[agent_lib.RETURN],
              'intrinsic': info[agent_lib.INTRINSIC_RETURN]}
@@ -273,7 +276,8 @@ class RndPPOAgentTest(_TestCase):
 
   def test_intrinsic_only_advantage_is_intrinsic(self):
     agent = make_agent(self.env, intrinsic_only=True)
-    processed = agent._preprocess(collect(self.env, agent))  # pylint: disable=protected-access
+    processed = agent._preprocess(  # pylint: disable=protected-access
+        collect(self.env, agent), update_statistics=True)
     info = processed.policy_info
     intrinsic_advantages = (info[agent_lib.INTRINSIC_RETURN] -
                             info['intrinsic_value_prediction'])[:, :-1]
@@ -289,7 +293,8 @@ class RndPPOAgentTest(_TestCase):
     loss_info = agent.train(collect(self.env, agent))
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
     # Without return normalisation the rewards pass through unchanged.
-    processed = agent._preprocess(collect(self.env, agent))  # pylint: disable=protected-access
+    processed = agent._preprocess(  # pylint: disable=protected-access
+        collect(self.env, agent), update_statistics=True)
     self.assertAllClose(processed.policy_info[agent_lib.INTRINSIC_REWARD],
                         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
 
@@ -299,7 +304,8 @@ class RndPPOAgentTest(_TestCase):
     self.assertFalse(twin.intrinsic_reward.enabled)
     self.assertEmpty(twin.intrinsic_reward.variables)
     experience = collect(self.env, twin)
-    processed = twin._preprocess(experience)  # pylint: disable=protected-access
+    processed = twin._preprocess(  # pylint: disable=protected-access
+        experience, update_statistics=True)
     info = processed.policy_info
     self.assertAllEqual(info[agent_lib.INTRINSIC_REWARD],
                         np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
@@ -373,6 +379,48 @@ class RndPPOAgentTest(_TestCase):
                             predictor_update_proportion=0.0)
     with self.assertRaisesRegex(ValueError, 'num_epochs'):
       make_agent(self.env, num_epochs=0)
+
+  def test_value_net_must_have_both_heads(self):
+    observation_spec, action_spec, time_step_spec = (
+        spec_utils.get_tensor_specs(self.env))
+    with self.assertRaisesRegex(ValueError, 'DualValueNetwork.*ValueNetwork'):
+      agents.RndPPOAgent(
+          time_step_spec, action_spec,
+          optimizer=tf.keras.optimizers.Adam(1e-3),
+          actor_net=actor_distribution_network.ActorDistributionNetwork(
+              observation_spec, action_spec, fc_layer_params=(8,)),
+          value_net=value_network.ValueNetwork(observation_spec,
+                                               fc_layer_params=(8,)))
+
+  def test_statistics_advance_once_per_batch_in_a_stock_learner(self):
+    # PPOLearner's shape: preprocess_sequence (called by its training and
+    # its normalisation dataset) changes no statistic;
+    # update_observation_normalizer (once per batch) advances all of them.
+    agent = make_agent(self.env, compute_value_and_advantage_in_train=False,
+                       update_normalizers_in_train=False)
+    rnd = agent.intrinsic_reward
+    experience = collect(self.env, agent)
+    statistics = (rnd.return_normalizer.variables +
+                  rnd.observation_normalizer.variables +
+                  agent.policy.variables())
+    before = values_of(statistics)
+    agent.preprocess_sequence(experience)
+    agent.preprocess_sequence(experience)
+    for old, new in zip(before, values_of(statistics)):
+      self.assertAllEqual(old, new)
+
+    agent.update_observation_normalizer(experience.observation)
+    # One filtered return per transition: ROLLOUT_LENGTH - 1 per env.
+    self.assertEqual(float(rnd.return_normalizer.count()),
+                     NUM_ENVS * (ROLLOUT_LENGTH - 1))
+    self.assertAllEqual(rnd.observation_normalizer.count(),
+                        [NUM_ENVS * ROLLOUT_LENGTH])
+    self.assertLen(rnd.return_normalizer.filter_state.numpy(), NUM_ENVS)
+
+  def test_num_minibatches_defaults_to_one_like_ppo_clip_agent(self):
+    agent = make_agent(self.env, num_epochs=3, num_minibatches=None)
+    agent.train(collect(self.env, agent))
+    self.assertEqual(int(agent.train_step_counter), 3)
 
 
 if __name__ == '__main__':

@@ -86,6 +86,18 @@ RndPPOLossInfo = collections.namedtuple(
 )
 
 
+def _check_dual_value_net(value_net, observation_spec):
+  """Raises unless `value_net` emits `{'extrinsic', 'intrinsic'}` values."""
+  output_spec = value_net.create_variables(observation_spec)
+  keys = set(output_spec) if isinstance(output_spec, dict) else None
+  if keys != {EXTRINSIC, INTRINSIC}:
+    raise ValueError(
+        'RndPPOAgent needs a value_net with an extrinsic and an intrinsic '
+        'head, e.g. tfa_explore.networks.DualValueNetwork (outputs '
+        f"{{'{EXTRINSIC}': [B], '{INTRINSIC}': [B]}}); got "
+        f'{type(value_net).__name__} with output spec {output_spec}.')
+
+
 class RndPPOAgent(tf_agent.TFAgent):
   """PPO-Clip with an intrinsic reward and two value heads.
 
@@ -109,7 +121,7 @@ class RndPPOAgent(tf_agent.TFAgent):
       entropy_regularization: types.Float = 0.001,
       value_pred_loss_coef: types.Float = 0.5,
       num_epochs: int = 4,
-      num_minibatches: int = 4,
+      num_minibatches: int = 1,
       greedy_eval: bool = True,
       normalize_observations: bool = True,
       gradient_clipping: Optional[types.Float] = None,
@@ -146,8 +158,11 @@ class RndPPOAgent(tf_agent.TFAgent):
         squared error per head).
       num_epochs: Optimisation epochs per rollout (paper: 4).
       num_minibatches: Minibatches per epoch, split along the environment
-        axis so sequences stay whole (paper: 4). Use 1 when a PPOLearner
-        does the minibatching.
+        axis so sequences stay whole (paper: 4, bound by our gin files).
+        The default 1 is `PPOClipAgent`'s behaviour: one gradient step per
+        epoch on whatever batch `train` is given, so that a stock
+        `PPOLearner`, which does its own minibatching, drives both agents
+        alike.
       greedy_eval: Greedy evaluation policy.
       normalize_observations: The POLICY's own observation normaliser
         (independent of the intrinsic reward's).
@@ -159,9 +174,12 @@ class RndPPOAgent(tf_agent.TFAgent):
         be preprocessed first (`preprocess_sequence`, e.g. in a Reverb
         dataset for `PPOLearner`). Values always come from the collect
         policy's info.
-      update_normalizers_in_train: Update the policy's and the intrinsic
-        reward's observation normalisers at the end of `train` (False with
-        `PPOLearner`, which calls `update_observation_normalizer` itself).
+      update_normalizers_in_train: `train` advances the statistics itself:
+        the intrinsic-return filter before it normalises the batch's
+        intrinsic rewards, the observation normalisers after the update.
+        False with `PPOLearner`, which calls `update_observation_normalizer`
+        once per collected batch; `train` and `preprocess_sequence` then
+        change no statistic.
       debug_summaries: With `summarize_grads_and_vars`, gradient summaries
         on the first and last epoch.
       summarize_grads_and_vars: See `debug_summaries`.
@@ -175,13 +193,13 @@ class RndPPOAgent(tf_agent.TFAgent):
     for net_name, net in (('actor_net', actor_net), ('value_net', value_net)):
       if not isinstance(net, network.Network):
         raise TypeError(f'{net_name} must be a tf_agents Network, got {net}.')
+    _check_dual_value_net(value_net, time_step_spec.observation)
     if num_minibatches < 1 or num_epochs < 1:
       raise ValueError('num_epochs and num_minibatches must be >= 1.')
     intrinsic_reward = intrinsic_reward or intrinsic.NoIntrinsicReward()
     if intrinsic_only and not intrinsic_reward.enabled:
       raise ValueError('intrinsic_only needs an intrinsic reward.')
     actor_output_spec = actor_net.create_variables(time_step_spec.observation)
-    value_net.create_variables(time_step_spec.observation)
 
     tf.Module.__init__(self, name=name)
     self._observation_normalizer = None
@@ -260,14 +278,42 @@ class RndPPOAgent(tf_agent.TFAgent):
     return self._intrinsic_reward
 
   def update_observation_normalizer(self, batched_observations):
-    """Updates the policy's and the intrinsic reward's normalisers.
+    """Advances every statistic of one collected batch, once.
 
-    The public method `PPOLearner` calls once per collected batch.
+    The public method `PPOLearner` calls once per collected batch (on its
+    normalisation dataset); our `train` does the same work itself when
+    `update_normalizers_in_train`. In this order: the intrinsic-return
+    filter takes the batch's raw intrinsic rewards (the novelty of
+    `o_1 .. o_T`, seen through the RND normaliser before this batch), then
+    the policy's and the intrinsic reward's observation normalisers take
+    the observations.
+
+    Args:
+      batched_observations: `[B, T + 1, ...]` (or `[T + 1, ...]`)
+        observations, each environment's in time order.
     """
+    if self._intrinsic_reward.enabled:
+      sequences = self._as_batch_of_sequences(batched_observations)
+      self._intrinsic_reward.rewards(
+          tf.nest.map_structure(lambda o: o[:, 1:], sequences),
+          update_statistics=True)
+    self._update_observation_normalizers(batched_observations)
+
+  def _update_observation_normalizers(self, observations):
     if self._observation_normalizer:
-      self._observation_normalizer.update(batched_observations,
-                                          outer_dims=[0, 1])
-    self._intrinsic_reward.update_observation_normalizer(batched_observations)
+      self._observation_normalizer.update(observations, outer_dims=[0, 1])
+    self._intrinsic_reward.update_observation_normalizer(observations)
+
+  def _as_batch_of_sequences(self, observations):
+    """`[B, T, ...]` observations from `[B, T, ...]` or `[T, ...]`."""
+    outer_rank = nest_utils.get_outer_rank(
+        observations, self.time_step_spec.observation)
+    if outer_rank == 2:
+      return observations
+    if outer_rank == 1:
+      return nest_utils.batch_nested_tensors(observations)
+    raise ValueError('Observations must be [B, T, ...] or [T, ...] '
+                     f'sequences; got outer rank {outer_rank}.')
 
   def update_reward_normalizer(self, batched_rewards):
     """No-op (no extrinsic reward normaliser); `PPOLearner` calls it."""
@@ -285,16 +331,22 @@ class RndPPOAgent(tf_agent.TFAgent):
         'tfa_explore.agents.rnd_ppo.maths.dual_gae.')
 
   def _preprocess_sequence(self, experience):
+    # A stock pipeline may preprocess one batch several times (PPOLearner's
+    # training and normalisation datasets both do), so this changes no
+    # statistic: `update_observation_normalizer` advances them once.
     if self._compute_value_and_advantage_in_train:
       return experience
-    return self._preprocess(experience)
+    return self._preprocess(experience, update_statistics=False)
 
-  def _preprocess(self, experience):
+  def _preprocess(self, experience, update_statistics):
     """Adds intrinsic rewards, both returns and the combined advantage.
 
     Args:
       experience: A `Trajectory` `[B, T + 1, ...]` or `[T + 1, ...]` of
         contiguous steps with the collect policy's info.
+      update_statistics: Advance the intrinsic-return filter with this
+        batch before normalising its intrinsic rewards (the paper's order);
+        False normalises with the statistics as they are.
 
     Returns:
       The trajectory with policy info extended by `return` (extrinsic),
@@ -315,7 +367,8 @@ class RndPPOAgent(tf_agent.TFAgent):
     info = batched.policy_info
     # Intrinsic reward of transition t is the novelty of o_{t+1}.
     rewards = self._intrinsic_reward.rewards(
-        tf.nest.map_structure(lambda o: o[:, 1:], batched.observation))
+        tf.nest.map_structure(lambda o: o[:, 1:], batched.observation),
+        update_statistics=update_statistics)
     streams = self._returns_and_advantages(batched, rewards.normalized)
 
     def _pad(x):
@@ -427,7 +480,8 @@ class RndPPOAgent(tf_agent.TFAgent):
 
   def _train(self, experience, weights):
     if self._compute_value_and_advantage_in_train:
-      processed = self._preprocess(experience)
+      processed = self._preprocess(
+          experience, update_statistics=self.update_normalizers_in_train)
     else:
       processed = experience
     info = processed.policy_info
@@ -513,7 +567,13 @@ class RndPPOAgent(tf_agent.TFAgent):
               intrinsic_loss.update_fraction)
 
     if self.update_normalizers_in_train:
-      self.update_observation_normalizer(processed.observation)
+      if self._compute_value_and_advantage_in_train:
+        # The return filter advanced in `_preprocess` above.
+        self._update_observation_normalizers(processed.observation)
+      else:
+        # The caller preprocessed (statistics untouched): the filter takes
+        # this batch now, after its rewards were normalised.
+        self.update_observation_normalizer(processed.observation)
 
     means = {name: tf.add_n(values) / len(values)
              for name, values in totals.items()}

@@ -2,8 +2,10 @@
 
 `IntrinsicReward` is what an agent asks of an intrinsic reward:
 
-* `rewards(next_observations)`: the reward of each transition, raw and
-  normalised; it advances the running statistics it normalises with;
+* `rewards(next_observations, update_statistics)`: the reward of each
+  transition, raw and normalised; with `update_statistics` it first
+  advances the running statistics it normalises with (once per collected
+  batch: the agent decides when);
 * `training_inputs(observations)` and `train_step(inputs)`: what its own
   learner trains on (fixed for one update of the agent, cut into the agent's
   minibatches) and one optimisation step on a minibatch of it;
@@ -66,12 +68,15 @@ class IntrinsicReward(tf.Module):
     """Whether episode ends leave the intrinsic stream uncut."""
     raise NotImplementedError
 
-  def rewards(self, next_observations) -> IntrinsicRewards:
+  def rewards(self, next_observations,
+              update_statistics: bool = False) -> IntrinsicRewards:
     """Rewards of `[B, T]` transitions from their next observations.
 
     Args:
       next_observations: `[B, T, ...]` observations `o_{t+1}`, each
         environment's in time order (the return statistics follow them).
+      update_statistics: Advance the normalising statistics with these
+        rewards first; False leaves every variable untouched.
 
     Returns:
       `IntrinsicRewards` of `[B, T]` float32 tensors.
@@ -118,7 +123,8 @@ class NoIntrinsicReward(IntrinsicReward):
   def non_episodic(self):
     return False
 
-  def rewards(self, next_observations):
+  def rewards(self, next_observations, update_statistics=False):
+    del update_statistics
     first = tf.nest.flatten(next_observations)[0]
     zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
     return IntrinsicRewards(raw=zeros, normalized=zeros)
@@ -299,10 +305,13 @@ class RndIntrinsicReward(IntrinsicReward):
     predicted, _ = self._predictor_net(inputs)
     return maths.prediction_error(predicted, target)
 
-  def rewards(self, next_observations):
+  def rewards(self, next_observations, update_statistics=False):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
     if not self._normalize_returns:
       return IntrinsicRewards(raw=raw, normalized=raw)
+    if not update_statistics:
+      return IntrinsicRewards(
+          raw=raw, normalized=self._return_normalizer.normalize(raw))
     filtered_returns = self._return_normalizer.update(raw)
     with tf.control_dependencies([filtered_returns]):
       normalized = self._return_normalizer.normalize(raw)

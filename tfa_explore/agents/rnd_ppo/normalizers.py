@@ -133,3 +133,7 @@ class IntrinsicReturnNormalizer(tf.Module):
 
   def mean(self):
     return self._return_moments.variables[1]
+
+  def count(self):
+    """Filtered returns seen so far."""
+    return self._return_moments.variables[0]
