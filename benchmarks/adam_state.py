@@ -8,7 +8,8 @@ prints, per trainable variable, the bias-corrected RMS gradient
 sqrt(v_hat) that Adam divides by (median and 90th percentile over the
 variable's entries) and the share of entries where it is below Adam's
 epsilon, i.e. where epsilon, not the gradient scale, sets the step size
-(update = lr m_hat / (sqrt(v_hat) + epsilon)). README, "R2D2", uses it.
+(update = lr m_hat / (sqrt(v_hat) + epsilon)). Used in
+benchmarks/results/r2d2_history.md.
 """
 
 from absl import app

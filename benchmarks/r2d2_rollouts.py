@@ -18,7 +18,7 @@ like train_eval's eval envs (seed + 1000003):
   shows whether a failing episode repeats one action and what the network
   thinks that is worth.
 
-README, "R2D3", uses it on the benchmark's seed 0.
+benchmarks/results/r2d3_history.md uses it on the benchmark's seed 0.
 """
 
 import collections

@@ -11,8 +11,8 @@ R2D2's final greedy return over 40 episodes must be >= 0.9, the
 feed-forward twin's (`lstm_size = None`, same budget) <= 0.75. The eval
 envs' cues are fixed by the seed (22 of the 40 are +1), and a memoryless
 policy gives one answer at the query, so the twin scores 0.55 or 0.45.
-Times and returns measured on a 2-core CPU are in the README ("R2D2",
-"Slow learning test").
+Times and returns measured on a 2-core CPU are in
+benchmarks/results/r2d2_history.md ("Slow learning test on Recall-v0").
 """
 
 import os
