@@ -155,6 +155,29 @@ class R2D2ResumeTest(_TestCase):
     self.assertEqual(resumed_iterations, resumed_steps)
 
 
+class CheckpointerTest(_TestCase):
+
+  def checkpointer(self, root_dir, env_steps, train_step):
+    env_steps = tf.Variable(env_steps, dtype=tf.int64)
+    train_step = tf.Variable(train_step, dtype=tf.int64)
+    return run_kit.Checkpointer(
+        run_kit.RunDirectory(root_dir), env_steps, policies={},
+        train_step=train_step, max_to_keep=2, env_steps=env_steps)
+
+  def test_a_resume_says_once_from_which_step(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'resume')
+    fresh = self.checkpointer(root_dir, env_steps=12_000, train_step=300)
+    with self.assertNoLogs('absl', level='INFO'):
+      self.assertFalse(fresh.restore())
+    fresh.save()
+    resumed = self.checkpointer(root_dir, env_steps=0, train_step=0)
+    with self.assertLogs('absl', level='INFO') as logs:
+      self.assertTrue(resumed.restore())
+    self.assertEqual(
+        [record.getMessage() for record in logs.records],
+        ['Resumed from checkpoint at env step 12,000 (train step 300).'])
+
+
 class EvaluatorTest(_TestCase):
 
   def test_recurrent_policy_results_and_success_rate(self):
@@ -180,19 +203,113 @@ class EvaluatorTest(_TestCase):
         {k: v for k, v in second.items() if k != 'EnvironmentSteps'})
 
 
+class FakeClock:
+  """Seconds that advance only when a test says so."""
+
+  def __init__(self, now=1000.0):
+    self.now = now
+
+  def __call__(self):
+    return self.now
+
+
 class ProgressLogTest(absltest.TestCase):
 
-  def test_rate_of_the_last_interval_and_eta(self):
-    log = run_kit.ProgressLog(num_env_steps=1000, interval=100,
-                              start_steps=0)
-    self.assertFalse(log.due(0, 99))
-    self.assertTrue(log.due(99, 100))
-    self.assertTrue(log.due(990, 1000))
+  def log_line(self, progress, *args, **kwargs):
     with self.assertLogs('absl', level='INFO') as logs:
-      log.log(100, {'loss': '0.5'})
-    self.assertRegex(logs.output[0],
-                     r'env steps 100/1000 \(10%\) \| \d+ env steps/s \| '
-                     r'loss 0.5 \| ETA \d+:\d\d:\d\d')
+      line = progress.log(*args, **kwargs)
+    self.assertLen(logs.records, 1)
+    self.assertEqual(logs.records[0].getMessage(), line)
+    return line
+
+  def test_due(self):
+    progress = run_kit.ProgressLog(num_env_steps=1000, interval=100)
+    self.assertFalse(progress.due(0, 99))
+    self.assertTrue(progress.due(99, 100))
+    self.assertTrue(progress.due(990, 1000))
+
+  def test_start_up_is_not_a_rate(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=100_000, interval=1000,
+                                   clock=clock)
+    clock.now += 60.0  # Building, tracing: the first iteration.
+    progress.iteration_done(1000)
+    # The first iteration's own line: nothing timed behind it.
+    self.assertEqual(
+        self.log_line(progress, 1000, {'loss': '0.5'}),
+        'env steps 1,000/100,000 (1%) | loss 0.5 | '
+        'rate and ETA from the next line')
+    clock.now += 2.0
+    progress.iteration_done(2000)  # The clock has started: no effect.
+    # 1,000 steps in 2 s since the previous line: 500/s, not 2,000 / 62 s.
+    # ETA: 98,000 steps / 500 per s = 196 s.
+    self.assertEqual(
+        self.log_line(progress, 2000, {'loss': '0.4'}),
+        'env steps 2,000/100,000 (2%) | 500 env steps/s | loss 0.4 | '
+        'ETA 0:03:16')
+
+  def test_first_line_measures_from_the_first_iteration(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=100_000, interval=20_000,
+                                   clock=clock)
+    clock.now += 50.0  # Start-up and the first iteration (4,096 steps).
+    progress.iteration_done(4096)
+    clock.now += 8.0
+    # (20,480 - 4,096) / 8 s = 2,048/s; 79,520 left / 2,048 = 38.8 s.
+    self.assertEqual(
+        self.log_line(progress, 20_480, {}),
+        'env steps 20,480/100,000 (20%) | 2,048 env steps/s | ETA 0:00:39')
+
+  def test_rate_of_the_last_interval_not_the_average(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=10_000, interval=1000,
+                                   clock=clock)
+    progress.iteration_done(0)
+    clock.now += 10.0
+    self.log_line(progress, 1000, {})  # 100/s.
+    clock.now += 1.0
+    # 1,000 steps in the last 1 s: 1,000/s (the average would be 182/s);
+    # 8,000 left at 1,000/s = 8 s.
+    self.assertEqual(
+        self.log_line(progress, 2000, {}),
+        'env steps 2,000/10,000 (20%) | 1,000 env steps/s | ETA 0:00:08')
+
+  def test_counters_are_rates_of_the_same_interval(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=10_000, interval=1000,
+                                   clock=clock)
+    clock.now += 30.0
+    progress.iteration_done(200, {'learner steps': 10})
+    clock.now += 4.0
+    # (1,200 - 200) / 4 s = 250 env steps/s; (110 - 10) / 4 s = 25.0
+    # learner steps/s; 8,800 / 250 = 35.2 s.
+    self.assertEqual(
+        self.log_line(progress, 1200, {'train step': '110'},
+                      counters={'learner steps': 110}),
+        'env steps 1,200/10,000 (12%) | 250 env steps/s | '
+        '25.0 learner steps/s | train step 110 | ETA 0:00:35')
+
+  def test_no_steps_since_the_last_line_is_no_rate(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=1000, interval=100,
+                                   clock=clock)
+    progress.iteration_done(100)
+    clock.now += 5.0
+    self.log_line(progress, 200, {})
+    clock.now += 5.0
+    self.assertEqual(self.log_line(progress, 200, {}),
+                     'env steps 200/1,000 (20%) | '
+                     'rate and ETA from the next line')
+
+  def test_last_line(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=1000, interval=100,
+                                   clock=clock)
+    progress.iteration_done(900)
+    clock.now += 1.0
+    self.assertEqual(self.log_line(progress, 1024, {}),
+                     'env steps 1,024/1,000 (102%) | 124 env steps/s | '
+                     'ETA 0:00:00')
 
   def test_crossed_and_duration(self):
     self.assertTrue(run_kit.crossed(99, 100, 100))

@@ -71,7 +71,12 @@ def read_events(directory):
 
 
 def env_steps_logged(stderr):
-  return [int(m) for m in re.findall(r'env steps (\d+)/', stderr)]
+  return [int(m.replace(',', ''))
+          for m in re.findall(r'env steps ([\d,]+)/', stderr)]
+
+
+def resumed_line(env_steps):
+  return f'Resumed from checkpoint at env step {env_steps:,} (train step '
 
 
 class TestCase(absltest.TestCase):
@@ -159,8 +164,7 @@ class TrainEvalTest(TestCase):
     second = run_binary(root_dir, bindings=('NUM_ENV_STEPS = 600',) +
                         SMALL_LOOP)
     self.assertEqual(second.returncode, 0, second.stderr[-3000:])
-    self.assertIn(f'Resumed from {checkpoint} at {first_steps[-1]} env steps',
-                  second.stderr)
+    self.assertIn(resumed_line(first_steps[-1]), second.stderr)
     logged = env_steps_logged(second.stderr)
     self.assertGreater(logged[0], first_steps[-1])
     self.assertLess(logged[0], first_steps[-1] + 128)
@@ -216,8 +220,7 @@ class TrainEvalTest(TestCase):
     resumed = run_binary(root_dir, bindings=(
         f'NUM_ENV_STEPS = {killed_at + 200}',) + SMALL_LOOP)
     self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
-    self.assertIn(f'Resumed from {checkpoint} at {killed_at} env steps',
-                  resumed.stderr)
+    self.assertIn(resumed_line(killed_at), resumed.stderr)
     self.assertGreater(env_steps_logged(resumed.stderr)[0], killed_at)
     self.assertGreater(
         int(tf.train.latest_checkpoint(

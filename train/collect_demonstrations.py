@@ -30,6 +30,11 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from tfa_explore.experiments import console
+
+console.configure(__name__)  # before TensorFlow loads: see console
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore.experiments import errors
 from tfa_explore.experiments import runner
 from tfa_explore.replay import demonstrations
@@ -40,6 +45,7 @@ _NUM_EPISODES = flags.DEFINE_integer('num_episodes', None,
                                      'Episodes to record.', required=True)
 _GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
 flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):

@@ -14,6 +14,11 @@ import functools
 from absl import app
 from absl import flags
 
+from tfa_explore.experiments import console
+
+console.configure(__name__)  # before TensorFlow loads: see console
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
 
@@ -25,6 +30,7 @@ _ROOT_DIR = flags.DEFINE_string(
     required=True)
 _GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
 flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):

@@ -15,6 +15,12 @@ import sys
 from absl import app
 from absl import flags
 from absl import logging
+
+from tfa_explore.experiments import console
+
+console.configure(__name__)  # before TensorFlow loads: see console
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 import gin
 import numpy as np
 import tensorflow as tf

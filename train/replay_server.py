@@ -13,12 +13,18 @@ import functools
 from absl import app
 from absl import flags
 
+from tfa_explore.experiments import console
+
+console.configure(__name__)  # before TensorFlow loads: see console
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
 
 _PORT = flags.DEFINE_integer('port', None, 'Port to serve on.', required=True)
 _GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
 flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):

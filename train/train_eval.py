@@ -9,6 +9,12 @@ checkpoint. A bad gin file or binding exits with code 2 and gin's message.
 """
 
 from absl import flags
+
+from tfa_explore.experiments import console
+
+console.configure(__name__)  # before TensorFlow loads: see console
+
+# pylint: disable=g-import-not-at-top,wrong-import-position
 from tf_agents.system import system_multiprocessing
 
 from tfa_explore.experiments import runner
@@ -18,6 +24,7 @@ _ROOT_DIR = flags.DEFINE_string(
     required=True)
 _GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
 flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):

@@ -147,8 +147,7 @@ def train_eval(
 
   time_step = collect_env.reset()
   policy_state = collect_policy.get_initial_state(num_envs)
-  progress = run_kit.ProgressLog(num_env_steps, log_interval,
-                                 start_steps=int(env_steps))
+  progress = run_kit.ProgressLog(num_env_steps, log_interval)
   last_eval = None
   while int(env_steps) < num_env_steps:
     previous_steps = int(env_steps)
@@ -177,6 +176,7 @@ def train_eval(
         summaries.scalars(summaries.EXPLORATION, exploration_values,
                           step=current_steps)
 
+    progress.iteration_done(current_steps)
     if progress.due(previous_steps, current_steps):
       progress.log(current_steps, {
           'recent return': (f'{float(metrics.average_return.result()):.2f} '

@@ -12,7 +12,8 @@ and a progress line look the same whatever the agent:
 * `Evaluator`: greedy episodes, one per eval env, from a policy state it
   owns (recurrent policies start every evaluation from their initial
   state);
-* `ProgressLog`: the progress line (rate of the last interval, ETA);
+* `ProgressLog`: the progress line (rate and ETA of the last interval,
+  never of start-up);
 * `crossed` and `finish`: the interval test of every loop, and the final
   evaluation and checkpoint of a run.
 
@@ -135,6 +136,7 @@ class Checkpointer:
     """
     self._run = run
     self._env_steps = step_counter
+    self._train_step = train_step
     self._checkpoint = tf.train.Checkpoint(train_step=train_step,
                                            **checkpointed)
     self._manager = tf.train.CheckpointManager(
@@ -158,8 +160,8 @@ class Checkpointer:
     if latest is None:
       return False
     self._checkpoint.restore(latest)
-    logging.info('Resumed from %s at %d env steps.', latest,
-                 int(self._env_steps))
+    logging.info('Resumed from checkpoint at env step %s (train step %s).',
+                 f'{int(self._env_steps):,}', f'{int(self._train_step):,}')
     return True
 
   def save(self) -> None:
@@ -169,8 +171,8 @@ class Checkpointer:
       with files.atomic_directory(
           self._run.path(POLICY_DIR, name)) as tmp_dir:
         saver.save(tmp_dir)
-    logging.info('Checkpoint and policies saved at %d env steps.',
-                 int(self._env_steps))
+    logging.info('Checkpoint and policies saved at env step %s.',
+                 f'{int(self._env_steps):,}')
 
   def saved_at(self, env_steps: int) -> bool:
     latest = self._manager.latest_checkpoint
@@ -262,8 +264,8 @@ class Evaluator:
         summaries.scalars(summaries.METRICS, results, step=env_steps)
       self._writer.flush()
     logging.info(
-        'Eval at %d env steps: average return %.2f, episode length %.1f%s '
-        'over %d episodes.', env_steps, results['AverageReturn'],
+        'Eval at env step %s: average return %.2f, episode length %.1f%s '
+        'over %d episodes.', f'{env_steps:,}', results['AverageReturn'],
         results['AverageEpisodeLength'],
         (f', success rate {results["SuccessRate"]:.2f}'
          if 'SuccessRate' in results else ''), self.num_episodes)
@@ -276,33 +278,82 @@ class Evaluator:
 class ProgressLog:
   """The progress line, every `interval` env steps.
 
-    env steps 40960/100000 (41%) | 1210 env steps/s | <fields> | ETA 0:00:48
+    env steps 40,960/100,000 (41%) | 1,210 env steps/s | <fields> | ETA 0:00:48
 
-  The rate is that of the interval since the previous line.
+  Rates are those of the last interval, from the previous line to this
+  one, and the ETA is the remaining env steps at that rate. Start-up is not
+  a rate: the clock starts when the loop's first iteration ends
+  (`iteration_done`), because that iteration builds and traces the loop's
+  functions (tens of seconds; after a resume too). A line with no env step
+  taken since the clock started (the first iteration's own) shows no rate
+  and no ETA.
   """
 
-  def __init__(self, num_env_steps: int, interval: int, start_steps: int):
+  def __init__(self, num_env_steps: int, interval: int,
+               clock: Callable[[], float] = time.monotonic):
+    """Creates the log; the clock starts at the first `iteration_done`.
+
+    Args:
+      num_env_steps: the run's budget (100% and the ETA).
+      interval: a line every `interval` env steps (`due`).
+      clock: seconds, monotonic (tests pass a fake one).
+    """
     self._num_env_steps = num_env_steps
     self._interval = interval
-    self._time = time.time()
-    self._steps = start_steps
+    self._clock = clock
+    # (time, env steps, {counter: value}) at the previous line, or at the
+    # end of the first iteration; None before it.
+    self._mark = None
+
+  def iteration_done(self, env_steps: int,
+                     counters: Optional[Mapping[str, int]] = None) -> None:
+    """Called after every iteration; the first call starts the clock.
+
+    Args:
+      env_steps: env steps so far.
+      counters: other counts shown as rates, as in `log`.
+    """
+    if self._mark is None:
+      self._mark = (self._clock(), env_steps, dict(counters or {}))
 
   def due(self, previous_steps: int, current_steps: int) -> bool:
     return (crossed(previous_steps, current_steps, self._interval) or
             current_steps >= self._num_env_steps)
 
-  def log(self, current_steps: int, fields: Mapping[str, str]) -> None:
-    """Logs the line; `fields` are {label: formatted value}."""
-    now = time.time()
-    rate = (current_steps - self._steps) / max(now - self._time, 1e-9)
-    remaining = max(self._num_env_steps - current_steps, 0)
-    parts = [f'env steps {current_steps}/{self._num_env_steps} '
-             f'({100.0 * current_steps / self._num_env_steps:.0f}%)',
-             f'{rate:.0f} env steps/s']
+  def log(self, env_steps: int, fields: Mapping[str, str],
+          counters: Optional[Mapping[str, int]] = None) -> str:
+    """Logs the line and returns it.
+
+    Args:
+      env_steps: env steps so far.
+      fields: {label: formatted value}, shown after the rates.
+      counters: {name: count so far}, e.g. {'learner steps': 430}, shown
+        as '<rate> <name>/s' over the same interval as env steps/s.
+    """
+    now = self._clock()
+    counters = dict(counters or {})
+    total = self._num_env_steps
+    parts = [f'env steps {env_steps:,}/{total:,} '
+             f'({100.0 * env_steps / total:.0f}%)']
+    rate = None
+    if self._mark is not None and env_steps > self._mark[1]:
+      mark_time, mark_steps, mark_counters = self._mark
+      seconds = max(now - mark_time, 1e-9)
+      rate = (env_steps - mark_steps) / seconds
+      parts.append(f'{rate:,.0f} env steps/s')
+      parts += [
+          f'{(value - mark_counters[name]) / seconds:,.1f} {name}/s'
+          for name, value in counters.items() if name in mark_counters]
     parts += [f'{label} {value}' for label, value in fields.items()]
-    parts.append(f'ETA {format_duration(remaining / max(rate, 1e-9))}')
-    logging.info('%s', ' | '.join(parts))
-    self._time, self._steps = now, current_steps
+    remaining = max(total - env_steps, 0)
+    if rate is not None and (rate > 0 or not remaining):
+      parts.append(f'ETA {format_duration(remaining / max(rate, 1e-9))}')
+    elif remaining:
+      parts.append('rate and ETA from the next line')
+    line = ' | '.join(parts)
+    logging.info('%s', line)
+    self._mark = (now, env_steps, counters)
+    return line
 
 
 def finish(evaluator: Evaluator,

@@ -220,8 +220,8 @@ class Learner:
     self.write_summaries()
     self.run_dir.flush()
     self._release_actors()
-    logging.info('Learner finished at %d env steps, train step %d.',
-                 int(self.env_steps), int(self.train_step))
+    logging.info('Learner finished at env step %s, train step %s.',
+                 f'{int(self.env_steps):,}', f'{int(self.train_step):,}')
     return final
 
   # --- the loop -------------------------------------------------------------
@@ -233,16 +233,15 @@ class Learner:
     self.pretrain()
     self.publish()
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
-                                       settings.log_interval,
-                                       int(self.env_steps))
-    train_steps_at_log = int(self.train_step)
-    time_at_log = time.time()
+                                       settings.log_interval)
     self.read_progress()
     while int(self.env_steps) < settings.num_env_steps:
       steps, train_steps = int(self.env_steps), int(self.train_step)
       self.train_iteration()
       self.read_progress()
       now_steps, now_train_steps = int(self.env_steps), int(self.train_step)
+      progress_log.iteration_done(now_steps,
+                                  {'learner steps': now_train_steps})
       if run_kit.crossed(train_steps, now_train_steps,
                          settings.variable_push_period):
         self.publish()
@@ -250,18 +249,13 @@ class Learner:
                          settings.summary_interval):
         self.write_summaries()
       if run_kit.crossed(steps, now_steps, settings.log_interval):
-        now = time.time()
         progress_log.log(now_steps, {
-            'learner steps/s': '%.1f' % (
-                (now_train_steps - train_steps_at_log) /
-                max(now - time_at_log, 1e-9)),
-            'train step': str(now_train_steps),
+            'train step': f'{now_train_steps:,}',
             'recent return': '%.2f' % self._progress.recent_return(),
             'loss': '%.4f' % (float(self._loss_info.loss)
                               if self._loss_info is not None
                               else float('nan')),
-        })
-        train_steps_at_log, time_at_log = now_train_steps, now
+        }, counters={'learner steps': now_train_steps})
         self.run_dir.train_writer.flush()
       if run_kit.crossed(steps, now_steps, settings.eval_interval):
         self.evaluate()

@@ -1,0 +1,165 @@
+"""The binaries' quiet console (tfa_explore.experiments.console).
+
+Unit tests of its parts (the --verbose scan, the record filter, the
+format), then the binary itself: a tiny train_eval run prints our lines and
+nothing else; --verbose brings TensorFlow's lines back; a config error is
+one line and exit code 2 either way.
+"""
+
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+from absl.testing import parameterized
+
+from tfa_explore.experiments import console
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
+CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
+# 4 envs x 32 steps = 128 steps per iteration (a few less env steps: resets
+# are not counted): 2 iterations, a progress line each, then an eval and a
+# checkpoint (PolicySaver's lines).
+TINY_RUN = (
+    'NUM_ENV_STEPS = 200',
+    'on_policy.train_eval.num_envs = 4',
+    'on_policy.train_eval.rollout_length = 32',
+    'on_policy.train_eval.eval_interval = 200',
+    'on_policy.train_eval.num_eval_episodes = 2',
+    'on_policy.train_eval.checkpoint_interval = 200',
+    'on_policy.train_eval.log_interval = 100',
+    'ppo.ppo_clip_agent.num_epochs = 1',
+    'suite_gymnasium.load.max_episode_steps = 50',
+)
+# What a default run printed before the console was quiet.
+NOISE = ('cuda', 'cudnn', 'tensorrt', 'gym has been unmaintained',
+         'syntaxwarning', 'gather_all', 'deprecat', 'warning:tensorflow',
+         'userwarning', 'assets written', 'untraced functions')
+# Our lines: console.ShortFormatter's 'HH:MM:SS message'.
+OUR_LINE = re.compile(r'\d\d:\d\d:\d\d \S')
+# TensorFlow's C++ log lines: '2026-01-02 03:04:05.678901: I tensorflow/...'.
+TF_CPP_LINE = re.compile(
+    r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ', re.MULTILINE)
+# absl's prefix on a Python record: 'I0102 03:04:05.678901 1234 file.py:50]'.
+ABSL_PREFIX = re.compile(r'^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\]',
+                         re.MULTILINE)
+
+
+def run_binary(*args, timeout=300):
+  """Runs train_eval.py; (return code, stdout + stderr)."""
+  result = subprocess.run(
+      [sys.executable, BINARY, *args], capture_output=True, text=True,
+      timeout=timeout, cwd=REPO_ROOT, check=False)
+  return result.returncode, result.stdout + result.stderr
+
+
+class VerboseRequestedTest(parameterized.TestCase):
+
+  @parameterized.parameters(
+      ([], False),
+      (['--verbose'], True),
+      (['-verbose'], True),
+      (['--verbose=true'], True),
+      (['--verbose=1'], True),
+      (['--verbose=false'], False),
+      (['--verbose=0'], False),
+      (['--noverbose'], False),
+      (['--verbose', '--noverbose'], False),
+      (['--noverbose', '--verbose'], True),
+      (['--verbose_other'], False),
+      (['--gin_bindings=verbose'], False),
+      (['--', '--verbose'], False),
+  )
+  def test_scan(self, args, expected):
+    self.assertEqual(console.verbose_requested(['binary.py'] + args),
+                     expected)
+
+  def test_configure_only_a_program(self):
+    # An imported binary (a test importing train/...) changes nothing.
+    self.assertFalse(console.configure('train_eval', argv=['x']))
+    self.assertFalse(console.configure('__main__', argv=['x', '--verbose']))
+
+
+class FilterAndFormatTest(absltest.TestCase):
+
+  def record(self, pathname, level=logging.INFO, msg='message'):
+    return logging.LogRecord('absl', level, pathname, 1, msg, None, None)
+
+  def test_ours_at_any_level_theirs_from_error(self):
+    ours = os.path.join(tempfile.gettempdir(), 'repo', 'tfa_explore')
+    binaries = os.path.join(tempfile.gettempdir(), 'repo', 'train')
+    theirs = os.path.join(tempfile.gettempdir(), 'site-packages')
+    records = console.OurRecords([ours, binaries])
+    self.assertTrue(records.filter(self.record(
+        os.path.join(ours, 'experiments', 'run_kit.py'))))
+    self.assertTrue(records.filter(self.record(
+        os.path.join(binaries, 'collect_demonstrations.py'))))
+    for level in (logging.INFO, logging.WARNING):
+      self.assertFalse(records.filter(self.record(
+          os.path.join(theirs, 'tf_agents', 'policies', 'policy_saver.py'),
+          level)))
+    self.assertTrue(records.filter(self.record(
+        os.path.join(theirs, 'tensorflow', 'x.py'), logging.ERROR)))
+    # 'tfa_explore_other' is not under 'tfa_explore'.
+    self.assertFalse(records.filter(self.record(ours + '_other/x.py')))
+    # gin's file search logs ERROR for every path it tries; muted.
+    self.assertFalse(records.filter(self.record(
+        os.path.join(theirs, 'gin', 'resource_reader.py'), logging.ERROR)))
+
+  def test_short_format(self):
+    formatter = console.ShortFormatter()
+    info = self.record('x.py', msg='env steps 1/2')
+    self.assertRegex(formatter.format(info), r'^\d\d:\d\d:\d\d env steps 1/2$')
+    warning = self.record('x.py', logging.WARNING, 'late')
+    self.assertRegex(formatter.format(warning),
+                     r'^\d\d:\d\d:\d\d WARNING: late$')
+
+
+class BinaryConsoleTest(absltest.TestCase):
+
+  def test_a_default_run_prints_our_lines_only(self):
+    root_dir = tempfile.mkdtemp(prefix='tfa_explore_console_')
+    self.addCleanup(subprocess.run, ['rm', '-rf', root_dir], check=False)
+    code, output = run_binary(
+        f'--root_dir={root_dir}', f'--gin_file={CARTPOLE_GIN}',
+        *[f'--gin_bindings={binding}' for binding in TINY_RUN])
+    self.assertEqual(code, 0, output[-3000:])
+    lines = [line for line in output.splitlines() if line.strip()]
+    self.assertEqual(
+        [line for line in lines if not OUR_LINE.match(line)], [],
+        'lines that are not ours')
+    for marker in NOISE:
+      self.assertNotIn(marker, output.lower())
+    # The first iteration's line has no timed interval behind it; the
+    # second line has a rate and an ETA.
+    progress = [line for line in lines if ' env steps ' in line]
+    self.assertLen(progress, 2, output)
+    self.assertRegex(progress[0], r'env steps 1\d\d/200 \(\d+%\) \| '
+                     r'recent return .* \| rate and ETA from the next line$')
+    self.assertRegex(progress[1], r'env steps 2\d\d/200 \(\d+%\) \| '
+                     r'[\d,]+ env steps/s \| recent return .* \| ETA 0:00:00$')
+    self.assertRegex(output, r'Eval at env step 2\d\d: average return')
+    self.assertRegex(output, r'Checkpoint and policies saved at env step 2\d\d')
+
+  def test_config_error_is_one_line_verbose_shows_tensorflow(self):
+    missing = os.path.join(tempfile.gettempdir(), 'no_such_file.gin')
+    args = ('--root_dir=unused', f'--gin_file={missing}')
+    code, output = run_binary(*args)
+    self.assertEqual(code, 2, output[-3000:])
+    lines = output.strip().splitlines()
+    self.assertLen(lines, 1, output)
+    self.assertStartsWith(lines[0], 'ERROR: Cannot read gin file')
+
+    code, output = run_binary('--verbose', *args)
+    self.assertEqual(code, 2, output[-3000:])
+    self.assertIn('ERROR: Cannot read gin file', output)
+    self.assertRegex(output, TF_CPP_LINE)  # e.g. the CUDA probe.
+    self.assertRegex(output, ABSL_PREFIX)  # e.g. gin's file search.
+
+
+if __name__ == '__main__':
+  absltest.main()

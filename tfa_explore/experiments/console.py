@@ -1,0 +1,202 @@
+"""A quiet console for the binaries: our lines, not TensorFlow's start-up.
+
+Before its first progress line a run used to print TensorFlow's C++
+start-up (the CUDA probe, cuDNN/cuFFT/cuBLAS factory registration, CPU
+instructions, TensorRT), the legacy `gym` package's notice (gym prints it
+when imported, and TF-Agents imports gym), autograph's SyntaxWarnings about
+the code it generates, TF's deprecation of `ReplayBuffer.gather_all`, and
+absl/TF INFO and WARNING lines from PolicySaver and SavedModel at every
+checkpoint. By default the binaries in train/ drop all of that and keep:
+
+* every record logged by tfa_explore or by the binary itself (progress,
+  evaluation, checkpoint and resume lines), prefixed with the time only;
+* records at ERROR and above from any library, exceptions, and what the
+  binaries print themselves (e.g. a configuration error and exit code 2).
+
+`--verbose` (defined here, once, for every binary) leaves the console
+exactly as TensorFlow and the libraries make it, for debugging.
+
+TensorFlow reads TF_CPP_MIN_LOG_LEVEL once, when its C++ library loads, so
+`configure` runs before anything imports tensorflow: each binary calls it
+ahead of its other imports, reading --verbose from sys.argv itself (absl
+parses flags only later, in `app.run`). Subprocesses are covered too: they
+inherit the environment, and a spawned subprocess (R2D2's actor processes,
+parallel envs) re-runs the binary's module as `__mp_main__` with the
+parent's sys.argv, so it configures itself the same way.
+
+Not filtered: Reverb's C++ lines (`[reverb/cc/...]`, R2D2 runs only). Reverb
+writes them to std::clog at every level with no switch, so only a filter on
+file descriptor 2 could drop them, and that could lose a crash's last words.
+"""
+
+import contextlib
+import io
+import logging
+import os
+import sys
+import time
+from typing import Iterable, Optional, Sequence
+import warnings
+
+from absl import flags
+from absl import logging as absl_logging
+
+VERBOSE = flags.DEFINE_bool(
+    'verbose', False,
+    'Show everything TensorFlow, TF-Agents, gym and absl print (CUDA '
+    'probes, deprecations, SavedModel lines, ...), for debugging. Must be '
+    'on the command line: it is read before TensorFlow loads.')
+
+# __name__ of a binary's module when it runs as the program: '__main__', or
+# '__mp_main__' when multiprocessing's spawn re-runs it in a subprocess.
+PROGRAM_MODULE_NAMES = ('__main__', '__mp_main__')
+
+# 3 hides TF's C++ INFO, WARNING and ERROR lines: the cuDNN/cuFFT/cuBLAS
+# "Unable to register factory" lines are logged at ERROR level. TF's real
+# errors reach Python as exceptions, which are still shown.
+TF_CPP_QUIET_LEVEL = '3'
+
+# Warnings raised inside these packages are theirs to fix, not the user's
+# (e.g. tensorflow's "Encoding a StructuredValue" UserWarning). A warning a
+# library attributes to our code (stacklevel) still shows.
+THIRD_PARTY_WARNING_MODULES = (
+    r'(tensorflow|tensorflow_probability|tf_agents|keras|tf_keras|reverb|gym|'
+    r'gymnasium|gin|absl)(\.|$)')
+# Autograph compiles code into files named __autograph_generated_file*.py;
+# compiling TF-Agents' `state is not ()` there raises a SyntaxWarning whose
+# module is that file's path.
+AUTOGRAPH_MODULES = r'.*__autograph_generated_file'
+
+
+def verbose_requested(argv: Sequence[str]) -> bool:
+  """Whether `argv` (sys.argv) sets --verbose, read as absl would.
+
+  `--verbose`, `--verbose=true|1`, `--noverbose`, `--verbose=false|0`, with
+  one or two dashes; the last one wins; nothing after `--` is a flag.
+  """
+  verbose = False
+  for arg in argv[1:]:
+    if arg == '--':
+      break
+    name, _, value = arg.lstrip('-').partition('=')
+    if not arg.startswith('-'):
+      continue
+    if name == 'verbose':
+      verbose = value.lower() not in ('false', '0', 'f', 'no', 'n') \
+          if value else True
+    elif name == 'noverbose' and not value:
+      verbose = False
+  return verbose
+
+
+# Records from these files are dropped at every level: gin logs "Path not
+# found" at ERROR for every place it looks for a gin file, before it raises
+# the error the binaries print.
+MUTED_FILES = (os.path.join('gin', 'resource_reader.py'),)
+
+
+class OurRecords(logging.Filter):
+  """Passes records logged from files under `our_dirs`, and any ERROR.
+
+  Except records from `muted_files` (path endings), never passed.
+  """
+
+  def __init__(self, our_dirs: Iterable[str],
+               muted_files: Sequence[str] = MUTED_FILES):
+    super().__init__()
+    self._prefixes = tuple(
+        os.path.join(os.path.abspath(path), '') for path in our_dirs)
+    self._muted = tuple(os.sep + path for path in muted_files)
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    path = os.path.abspath(record.pathname)
+    if path.endswith(self._muted):
+      return False
+    return record.levelno >= logging.ERROR or path.startswith(self._prefixes)
+
+
+class ShortFormatter(logging.Formatter):
+  """'12:01:02 message'; above INFO, '12:01:02 WARNING: message'.
+
+  absl's prefix (level, date, microseconds, thread id, file:line) is for
+  debugging; --verbose keeps it.
+  """
+
+  def format(self, record: logging.LogRecord) -> str:
+    prefix = time.strftime('%H:%M:%S', time.localtime(record.created))
+    if record.levelno > logging.INFO:
+      prefix += f' {record.levelname}:'
+    return f'{prefix} {super().format(record)}'
+
+
+def our_directories() -> Sequence[str]:
+  """tfa_explore's package directory and the running binary's directory."""
+  package_dir = os.path.dirname(
+      os.path.dirname(os.path.abspath(__file__)))
+  directories = [package_dir]
+  main_file = getattr(sys.modules.get('__main__'), '__file__', None)
+  if main_file:
+    directories.append(os.path.dirname(os.path.abspath(main_file)))
+  return directories
+
+
+def _import_gym_silently() -> None:
+  """Imports the legacy gym package with its import-time notice dropped.
+
+  gym (0.23, a TF-Agents dependency we do not use) prints "Gym has been
+  unmaintained since 2022 ..." to stderr when imported; once imported, the
+  later import by TF-Agents prints nothing.
+  """
+  with contextlib.redirect_stderr(io.StringIO()):
+    try:
+      import gym  # pylint: disable=g-import-not-at-top,unused-import
+    except ImportError:
+      pass
+
+
+def quiet(our_dirs: Optional[Iterable[str]] = None) -> None:
+  """Makes this process's console quiet (module docstring).
+
+  Call before tensorflow is imported, else TF's C++ log level is already
+  fixed; the Python-side settings take effect whenever called.
+
+  Args:
+    our_dirs: records logged from files under these directories are shown
+      at every level (default: `our_directories()`).
+  """
+  # An explicit setting in the user's environment wins.
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', TF_CPP_QUIET_LEVEL)
+  warnings.filterwarnings('ignore', module=THIRD_PARTY_WARNING_MODULES)
+  warnings.filterwarnings('ignore', category=SyntaxWarning,
+                          module=AUTOGRAPH_MODULES)
+  _import_gym_silently()
+  # TF logs deprecations (gather_all) and SavedModel lines to the
+  # 'tensorflow' logger.
+  logging.getLogger('tensorflow').setLevel(logging.ERROR)
+  handler = absl_logging.get_absl_handler()
+  handler.addFilter(OurRecords(
+      our_directories() if our_dirs is None else our_dirs))
+  handler.setFormatter(ShortFormatter())
+  # With a handler on the root logger before tensorflow is imported, TF
+  # does not add its own (which printed each of its records twice).
+  absl_logging.use_absl_handler()
+
+
+def configure(module_name: str, argv: Optional[Sequence[str]] = None) -> bool:
+  """Quiets the console unless --verbose; a binary's first statement.
+
+  Args:
+    module_name: the calling binary's `__name__`. Only a binary running as
+      the program (or re-run by spawn in a subprocess) is configured, so a
+      test that imports a binary's module changes nothing.
+    argv: default sys.argv.
+
+  Returns:
+    Whether the console was made quiet.
+  """
+  if module_name not in PROGRAM_MODULE_NAMES:
+    return False
+  if verbose_requested(sys.argv if argv is None else argv):
+    return False
+  quiet()
+  return True
