@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 TRAIN_GIN ?= gin/rnd_ppo/mountaincar.gin
 TRAIN_DIR ?= runs/$(basename $(subst /,_,$(subst gin/,,$(TRAIN_GIN))))
 PYTEST_ARGS ?=
+# VERBOSE=1: the binaries print everything TensorFlow and its libraries do.
+VERBOSE ?=
 
 .PHONY: train test test-fast install clean-venv
 
@@ -20,8 +22,9 @@ $(STAMP): setup.py constraints.txt
 	@touch $(STAMP)
 
 # Default training job; TensorBoard logs under runs/ (tensorboard --logdir runs).
+# `make train VERBOSE=1` passes --verbose (TensorFlow's logs, for debugging).
 train: $(STAMP)
-	$(VPY) train/train_eval.py --root_dir=$(TRAIN_DIR) --gin_file=$(TRAIN_GIN)
+	$(VPY) train/train_eval.py --root_dir=$(TRAIN_DIR) --gin_file=$(TRAIN_GIN)$(if $(filter-out 0 false no,$(VERBOSE)), --verbose)
 
 # Everything, learning tests (marked slow) included.
 test: $(STAMP)
