@@ -136,7 +136,9 @@ class BinaryConsoleTest(absltest.TestCase):
       self.assertNotIn(marker, output.lower())
     # The first iteration's line has no timed interval behind it; the
     # second line has a rate and an ETA.
-    progress = [line for line in lines if ' env steps ' in line]
+    self.assertIn(f'Training in {root_dir}', lines[0])
+    self.assertRegex(lines[1], r'First iteration done at env step 1\d\d;')
+    progress = [line for line in lines if line[9:].startswith('env steps ')]
     self.assertLen(progress, 2, output)
     self.assertRegex(progress[0], r'env steps 1\d\d/200 \(\d+%\) \| '
                      r'recent return .* \| rate and ETA from the next line$')

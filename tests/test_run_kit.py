@@ -233,14 +233,19 @@ class ProgressLogTest(absltest.TestCase):
     progress = run_kit.ProgressLog(num_env_steps=100_000, interval=1000,
                                    clock=clock)
     clock.now += 60.0  # Building, tracing: the first iteration.
-    progress.iteration_done(1000)
+    with self.assertLogs('absl', level='INFO') as logs:
+      progress.iteration_done(1000)
+    self.assertEqual(logs.records[0].getMessage(),
+                     'First iteration done at env step 1,000; a progress '
+                     'line every 1,000 env steps.')
     # The first iteration's own line: nothing timed behind it.
     self.assertEqual(
         self.log_line(progress, 1000, {'loss': '0.5'}),
         'env steps 1,000/100,000 (1%) | loss 0.5 | '
         'rate and ETA from the next line')
     clock.now += 2.0
-    progress.iteration_done(2000)  # The clock has started: no effect.
+    with self.assertNoLogs('absl', level='INFO'):
+      progress.iteration_done(2000)  # The clock has started: no effect.
     # 1,000 steps in 2 s since the previous line: 500/s, not 2,000 / 62 s.
     # ETA: 98,000 steps / 500 per s = 196 s.
     self.assertEqual(

@@ -309,12 +309,18 @@ class ProgressLog:
                      counters: Optional[Mapping[str, int]] = None) -> None:
     """Called after every iteration; the first call starts the clock.
 
+    The first call also logs that the loop runs (a run's first progress
+    line may be minutes away).
+
     Args:
       env_steps: env steps so far.
       counters: other counts shown as rates, as in `log`.
     """
     if self._mark is None:
       self._mark = (self._clock(), env_steps, dict(counters or {}))
+      logging.info('First iteration done at env step %s; a progress line '
+                   'every %s env steps.', f'{env_steps:,}',
+                   f'{self._interval:,}')
 
   def due(self, previous_steps: int, current_steps: int) -> bool:
     return (crossed(previous_steps, current_steps, self._interval) or

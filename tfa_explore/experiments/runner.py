@@ -14,6 +14,7 @@ import sys
 from typing import Callable, Optional, Sequence
 
 from absl import flags
+from absl import logging
 import gin
 
 # Registers the configurables gin files may name. Gin files also import
@@ -108,6 +109,9 @@ def run(root_dir: str, gin_files: Sequence[str],
         gin_bindings: Sequence[str]) -> Optional[object]:
   """Parses gin and runs the experiment; raises ConfigError on bad config."""
   parse_gin(gin_files, gin_bindings)
+  # The first line of a run: start-up (building, tracing) takes a while.
+  logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir %s',
+               root_dir, ' '.join(gin_files), root_dir)
   try:
     return run_experiment(root_dir=root_dir)
   except RuntimeError as e:
