@@ -1,9 +1,9 @@
 """The binaries' quiet console (tfa_explore.experiments.console).
 
 Unit tests of its parts (the --verbose scan, the record filter, the
-format), then the binary itself: a tiny train_eval run prints our lines and
-nothing else; --verbose brings TensorFlow's lines back; a config error is
-one line and exit code 2 either way.
+format, the Reverb line filter), then the binary itself: a tiny train_eval
+run prints our lines and nothing else; --verbose brings TensorFlow's lines
+back; a config error is one line and exit code 2 either way.
 """
 
 import logging
@@ -117,6 +117,25 @@ class FilterAndFormatTest(absltest.TestCase):
     warning = self.record('x.py', logging.WARNING, 'late')
     self.assertRegex(formatter.format(warning),
                      r'^\d\d:\d\d:\d\d WARNING: late$')
+
+
+class LineFilterTest(absltest.TestCase):
+
+  def test_drops_reverb_info_lines_only(self):
+    lines = [
+        '[reverb/cc/client.cc:165] Sampler and server are owned by the same '
+        'process (7) so Table t is accessed directly without gRPC.',
+        '[reverb/cc/platform/default/server.cc:71] Started replay server on '
+        'port 8000',
+        '12:00:00 env steps 1/2 (50%)',
+        '[reverb/cc/writer.cc:1] Failed to insert: deadline exceeded',
+        'Sampler and server are owned by the same process (not Reverb)',
+        'Traceback without a newline at the end',
+    ]
+    result = subprocess.run(
+        console.line_filter_command(), input='\n'.join(lines),
+        capture_output=True, text=True, timeout=60, check=True)
+    self.assertEqual(result.stdout, '\n'.join(lines[2:]))
 
 
 class BinaryConsoleTest(absltest.TestCase):

@@ -24,15 +24,20 @@ inherit the environment, and a spawned subprocess (R2D2's actor processes,
 parallel envs) re-runs the binary's module as `__mp_main__` with the
 parent's sys.argv, so it configures itself the same way.
 
-Not filtered: Reverb's C++ lines (`[reverb/cc/...]`, R2D2 runs only). Reverb
-writes them to std::clog at every level with no switch, so only a filter on
-file descriptor 2 could drop them, and that could lose a crash's last words.
+Reverb's C++ lines (`[reverb/cc/...]`, R2D2 runs) have no level and no
+switch: Reverb writes them to std::clog. So the binary's file descriptor 2
+goes through a small separate process that drops the few INFO lines Reverb
+prints in a normal run (`REVERB_INFO_LINES`) and passes everything else. A
+process, not a thread: it reads until every writer is gone, so a crash's
+last words (an abort, a SIGKILL of the binary) still reach the console.
 """
 
+import atexit
 import contextlib
 import io
 import logging
 import os
+import subprocess
 import sys
 import time
 from typing import Iterable, Optional, Sequence
@@ -66,6 +71,81 @@ THIRD_PARTY_WARNING_MODULES = (
 # compiling TF-Agents' `state is not ()` there raises a SyntaxWarning whose
 # module is that file's path.
 AUTOGRAPH_MODULES = r'.*__autograph_generated_file'
+
+
+# Reverb's INFO lines in a normal run, e.g. '[reverb/cc/client.cc:165]
+# Sampler and server are owned by the same process (...)', every time the
+# learner reads actor progress. Other '[reverb/cc/' lines (its errors) show.
+REVERB_INFO_LINES = (
+    'Initializing TFRecordCheckpointer in ',
+    'Loading latest checkpoint from ',
+    'Started replay server on port ',
+    'Sampler and server are owned by the same process',
+    'Shutting down replay server',
+)
+
+# The line filter's program: stdin -> stdout, minus Reverb's INFO lines
+# (argv). It ignores Ctrl-C, which is for the binary: it drains the
+# binary's last lines and ends when every writer has closed the pipe.
+_LINE_FILTER_PROGRAM = '''
+import signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+muted = [text.encode() for text in sys.argv[1:]]
+output = sys.stdout.buffer
+try:
+  for line in sys.stdin.buffer:
+    if not (line.startswith(b'[reverb/cc/') and
+            any(text in line for text in muted)):
+      output.write(line)
+      output.flush()
+except BrokenPipeError:
+  pass
+'''
+
+# Seconds the binary waits at exit for the filter to pass its last lines.
+_FILTER_DRAIN_SECONDS = 5.0
+
+
+def line_filter_command(muted: Sequence[str] = REVERB_INFO_LINES):
+  """The command of the line filter process (tests run it too)."""
+  return [sys.executable, '-I', '-S', '-c', _LINE_FILTER_PROGRAM, *muted]
+
+
+def _filter_stderr() -> None:
+  """Sends file descriptor 2 through the line filter (module docstring).
+
+  Subprocesses started later inherit the filtered descriptor.
+  """
+  if os.name != 'posix':
+    return
+  sys.stderr.flush()
+  read_fd, write_fd = os.pipe()
+  try:
+    line_filter = subprocess.Popen(line_filter_command(), stdin=read_fd,
+                                   stdout=sys.__stderr__.fileno())
+  except OSError:
+    os.close(read_fd)
+    os.close(write_fd)
+    return
+  os.close(read_fd)
+  original_stderr = os.dup(2)
+  os.dup2(write_fd, 2)
+  os.close(write_fd)
+
+  def drain():
+    # Our end of the pipe closes; the filter ends once the subprocesses
+    # still holding it are gone too (or we stop waiting).
+    try:
+      sys.stderr.flush()
+    except (OSError, ValueError):
+      pass
+    os.dup2(original_stderr, 2)
+    try:
+      line_filter.wait(timeout=_FILTER_DRAIN_SECONDS)
+    except subprocess.TimeoutExpired:
+      pass
+
+  atexit.register(drain)
 
 
 def verbose_requested(argv: Sequence[str]) -> bool:
@@ -154,7 +234,8 @@ def _import_gym_silently() -> None:
       pass
 
 
-def quiet(our_dirs: Optional[Iterable[str]] = None) -> None:
+def quiet(our_dirs: Optional[Iterable[str]] = None,
+          filter_stderr: bool = True) -> None:
   """Makes this process's console quiet (module docstring).
 
   Call before tensorflow is imported, else TF's C++ log level is already
@@ -163,7 +244,11 @@ def quiet(our_dirs: Optional[Iterable[str]] = None) -> None:
   Args:
     our_dirs: records logged from files under these directories are shown
       at every level (default: `our_directories()`).
+    filter_stderr: route file descriptor 2 through the Reverb line filter
+      (a subprocess inherits its parent's, so it passes False).
   """
+  if filter_stderr:
+    _filter_stderr()
   # An explicit setting in the user's environment wins.
   os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', TF_CPP_QUIET_LEVEL)
   warnings.filterwarnings('ignore', module=THIRD_PARTY_WARNING_MODULES)
@@ -198,5 +283,5 @@ def configure(module_name: str, argv: Optional[Sequence[str]] = None) -> bool:
     return False
   if verbose_requested(sys.argv if argv is None else argv):
     return False
-  quiet()
+  quiet(filter_stderr=module_name == '__main__')
   return True
