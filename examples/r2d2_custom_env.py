@@ -26,18 +26,23 @@ comments, which say why. In short:
 The environment, `CueMemoryEnv` (`CueMemory-v0`), is a tiny task where
 memory matters: a cue (left or right) is shown at the first step only,
 then blanks, then a query `delay` steps later, where naming the cue
-pays 1. A policy without memory sees the same query
-either way: it succeeds half the time at best. `--lstm_size=0` trains
-that feed-forward twin.
+pays 1. A policy without memory sees the same query either way: it
+succeeds half the time at best. `--lstm_size=0` trains that feed-forward
+twin.
 
-Run (default budget, 300 iterations = 6,000 env steps):
+Run (default budget, 100 iterations of 20 env steps, ~2,100 env steps
+with the initial collect, ~1,100 learner steps):
 
-  python examples/r2d2_custom_env.py --root_dir=/tmp/r2d2_cue_memory
+  .venv/bin/python examples/r2d2_custom_env.py \
+      --root_dir=/tmp/r2d2_cue_memory
 
-The default budget is a starting point: its greedy success (chance 0.5)
-against the feed-forward twin (`--lstm_size=0`) has not been measured to
-the end yet; `tests/test_example_r2d2.py` runs the pipeline on a tiny
-budget.
+Measured (seeds 0, 1, 2 via `--seed`; greedy success over the same 100
+eval episodes per seed, of which 50, 51, 50 have the right-hand cue, so a
+memoryless policy scores at most 0.50, 0.51, 0.50): R2D2 1.00, 1.00, 1.00
+at the end, 1.00 at every evaluation from 1,260, 1,480 and 740 env steps on;
+the feed-forward twin (`--lstm_size=0`) 0.50, 0.51, 0.50 at the end and
+never above 0.51. Wall time 100-190 s per R2D2 run (70-80 s for the
+twin), on 2 CPU cores shared with other jobs (load average 5-9).
 
 Acting with the exported policy on the raw gymnasium env: see
 `run_saved_policy` and docs/exported_policies.md.

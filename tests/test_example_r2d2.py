@@ -186,15 +186,19 @@ class ExamplePriorityWriteBackTest(support.TestCase):
                     loss_info.extra.priorities.numpy().tolist()))
     initial = dict(zip(sample_info.key.numpy().tolist(),
                        sample_info.priority.numpy().tolist()))
-    self.assertTrue(any(abs(sent[key] - initial[key]) > 1e-6
-                        for key in sent))
+    # The table shows an item's priority only when it samples the item,
+    # which never happens at priority 0 (a sequence without a valid TD
+    # step, e.g. mostly padding); those keys are left out of the check.
+    visible = {key: p for key, p in sent.items() if p > 1e-3}
+    self.assertTrue(any(abs(p - initial[key]) > 1e-6
+                        for key, p in visible.items()))
     in_table = {}
     for sample in r2d2_replay.buffer.py_client.sample(
-        example.TABLE_NAME, num_samples=500, emit_timesteps=False):
+        example.TABLE_NAME, num_samples=5000, emit_timesteps=False):
       in_table[int(sample.info.key)] = float(sample.info.priority)
-      if len(in_table) == num_items:
+      if set(visible) <= set(in_table):
         break
-    for key, priority in sent.items():
+    for key, priority in visible.items():
       self.assertAllClose(in_table[key], priority, rtol=1e-6)
 
 

@@ -5,13 +5,16 @@ loaders' observations, and a `PolicySaver` export of a small policy on the
 loader's spec, loaded with `tf.saved_model.load`, plays an episode of the
 plain env through the docs' own `run_episode` (executed from the page),
 choosing the same first action as the in-process policy on the loader's
-observation.
+observation. Importing the environments package leaves MiniGrid unloaded.
 """
 
 import functools
 import os
 import re
+import subprocess
+import sys
 
+from absl.testing import absltest
 from absl.testing import parameterized
 import gymnasium as gym
 import numpy as np
@@ -118,6 +121,18 @@ class EncodingTest(parameterized.TestCase):
     self.addCleanup(env.close)
     with self.assertRaisesRegex(ValueError, 'frame'):
       atari.preprocess_env(env)
+
+
+class LazyImportTest(absltest.TestCase):
+
+  def test_importing_the_environments_package_does_not_import_minigrid(self):
+    # A fresh interpreter: this process has imported minigrid already.
+    code = ('import sys, tfa_explore.environments as e; '
+            'e.encode_minigrid_observation; e.preprocess_atari_env; '
+            'print("minigrid" in sys.modules)')
+    output = subprocess.run([sys.executable, '-c', code], check=True,
+                            capture_output=True, text=True).stdout
+    self.assertEqual(output.strip().splitlines()[-1], 'False')
 
 
 def _r2d2_policy(env, conv_layer_params):
