@@ -425,23 +425,26 @@ def run_saved_policy(policy_dir: str, seed: int, delay: int,
   return float(np.mean(returns))
 
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string('root_dir', None, 'Run directory.')
-flags.DEFINE_integer('num_iterations', 100,
-                     'Collect/train iterations (20 env steps each).')
-flags.DEFINE_integer('lstm_size', 16, 'LSTM units; 0: feed-forward twin.')
-flags.DEFINE_integer('delay', 4, 'Steps from the cue to the query.')
-flags.DEFINE_integer('seed', 0, 'Seed of TF and the envs.')
+def define_flags():
+  """The command line; defined by `__main__` only, so the module imports."""
+  flags.DEFINE_string('root_dir', None, 'Run directory.')
+  flags.DEFINE_integer('num_iterations', 100,
+                       'Collect/train iterations (20 env steps each).')
+  flags.DEFINE_integer('lstm_size', 16, 'LSTM units; 0: feed-forward twin.')
+  flags.DEFINE_integer('delay', 4, 'Steps from the cue to the query.')
+  flags.DEFINE_integer('seed', 0, 'Seed of TF and the envs.')
+  flags.mark_flag_as_required('root_dir')
 
 
 def main(argv):
   del argv
+  opts = flags.FLAGS
   logging.set_verbosity(logging.INFO)
-  results = train(FLAGS.root_dir, num_iterations=FLAGS.num_iterations,
-                  delay=FLAGS.delay, lstm_size=FLAGS.lstm_size,
-                  seed=FLAGS.seed)
+  results = train(opts.root_dir, num_iterations=opts.num_iterations,
+                  delay=opts.delay, lstm_size=opts.lstm_size,
+                  seed=opts.seed)
   saved_success = run_saved_policy(results['policy_dir'],
-                                   results['eval_seed'], FLAGS.delay, 100)
+                                   results['eval_seed'], opts.delay, 100)
   print(f'{results["env_steps"]} env steps, {results["train_steps"]} learner '
         f'steps, {results["seconds"]:.0f} s; greedy success '
         f'{results["greedy_success_rate"]:.2f} (chance 0.5), the saved '
@@ -450,5 +453,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  flags.mark_flag_as_required('root_dir')
+  define_flags()
   app.run(main)

@@ -61,17 +61,6 @@ from tfa_explore.networks import rnd_mlp_networks
 
 TABLES = ('training_table', 'normalization_table')
 
-_ROOT_DIR = flags.DEFINE_string('root_dir', None, 'Run directory.')
-_AGENT = flags.DEFINE_enum('agent', 'rnd_ppo', ['rnd_ppo', 'ppo_clip'],
-                           'RndPPOAgent, or stock PPOClipAgent to compare.')
-_ENV = flags.DEFINE_string('env', 'MountainCar-v0', 'Gymnasium env id.')
-_SEED = flags.DEFINE_integer('seed', 0, 'Seed of TF and the envs.')
-_NUM_ITERATIONS = flags.DEFINE_integer(
-    'num_iterations', 100, 'Collect + learn iterations.')
-_SEQUENCE_LENGTH = flags.DEFINE_integer(
-    'collect_sequence_length', 1024, 'Env steps collected per iteration.')
-
-
 class FixedLengthSequenceObserver:
   """Writes every `sequence_length` collected steps as one item.
 
@@ -265,16 +254,31 @@ def train(root_dir: str, agent, train_step, collect_env, eval_env,
   return records
 
 
+def define_flags():
+  """The command line; defined by `__main__` only, so the module imports."""
+  flags.DEFINE_string('root_dir', None, 'Run directory.')
+  flags.DEFINE_enum('agent', 'rnd_ppo', ['rnd_ppo', 'ppo_clip'],
+                    'RndPPOAgent, or stock PPOClipAgent to compare.')
+  flags.DEFINE_string('env', 'MountainCar-v0', 'Gymnasium env id.')
+  flags.DEFINE_integer('seed', 0, 'Seed of TF and the envs.')
+  flags.DEFINE_integer('num_iterations', 100, 'Collect + learn iterations.')
+  flags.DEFINE_integer('collect_sequence_length', 1024,
+                       'Env steps collected per iteration.')
+  flags.mark_flag_as_required('root_dir')
+
+
 def main(argv):
   del argv
-  tf.random.set_seed(_SEED.value)
-  collect_env = suite_gymnasium.load(_ENV.value, seed=_SEED.value)
-  eval_env = suite_gymnasium.load(_ENV.value, seed=_SEED.value + 10_000)
+  opts = flags.FLAGS
+  tf.random.set_seed(opts.seed)
+  collect_env = suite_gymnasium.load(opts.env, seed=opts.seed)
+  eval_env = suite_gymnasium.load(opts.env, seed=opts.seed + 10_000)
   _, action_spec, time_step_spec = spec_utils.get_tensor_specs(collect_env)
   train_step = train_utils.create_train_step()
-  agent = make_agent(_AGENT.value, time_step_spec, action_spec, train_step)
-  for record in train(_ROOT_DIR.value, agent, train_step, collect_env,
-                      eval_env, _NUM_ITERATIONS.value, _SEQUENCE_LENGTH.value):
+  agent = make_agent(opts.agent, time_step_spec, action_spec, train_step)
+  for record in train(opts.root_dir, agent, train_step, collect_env,
+                      eval_env, opts.num_iterations,
+                      opts.collect_sequence_length):
     if 'eval_return' in record:
       print(f"iteration {record['iteration']}: env steps "
             f"{record['env_steps']:,}, train steps {record['train_step']:,}, "
@@ -282,5 +286,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  flags.mark_flag_as_required('root_dir')
+  define_flags()
   app.run(main)
