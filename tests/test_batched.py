@@ -6,6 +6,7 @@ from unittest import mock
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
+import tensorflow as tf
 from tf_agents.environments import batched_py_environment
 from tf_agents.environments import parallel_py_environment
 from tf_agents.system.default import multiprocessing_core
@@ -48,7 +49,7 @@ class BatchedEnvTest(parameterized.TestCase):
   def test_type_and_batch_size(self, parallel):
     env = self._make(fake_envs.load_counting, 3, seed=0, parallel=parallel)
     expected = (parallel_py_environment.ParallelPyEnvironment if parallel
-                else batched_py_environment.BatchedPyEnvironment)
+                else batched.GymnasiumBatch)
     self.assertIsInstance(env, expected)
     self.assertTrue(env.batched)
     self.assertEqual(env.batch_size, 3)
@@ -124,6 +125,44 @@ class BatchedEnvTest(parameterized.TestCase):
     env.step(np.zeros(2, dtype=np.int64))
     self.assertEqual([info['count'] for info in batched.last_infos(env)],
                      [2, 2])
+
+  @parameterized.named_parameters(
+      # Episodes of 3 that terminate, and episodes truncated at 2 steps.
+      ('terminations', functools.partial(fake_envs.load_counting,
+                                         episode_length=3)),
+      ('truncations', functools.partial(fake_envs.load_counting,
+                                        episode_length=9,
+                                        max_episode_steps=2)),
+      ('cartpole', _CARTPOLE),
+      ('dict_observations', fake_envs.load_dict_obs))
+  def test_gymnasium_batch_matches_tf_agents_batch(self, loader):
+    seeds = batched.env_seeds(4, 3)
+    stock = batched_py_environment.BatchedPyEnvironment(
+        [loader(seed=seed) for seed in seeds], multithreading=False)
+    fast = batched.GymnasiumBatch([loader(seed=seed) for seed in seeds])
+    self.assertEqual(fast.time_step_spec(), stock.time_step_spec())
+    stock_steps = _rollout(stock, 40, 3)
+    fast_steps = _rollout(fast, 40, 3)
+    for stock_step, fast_step in zip(stock_steps, fast_steps):
+      for field in ('step_type', 'reward', 'discount'):
+        expected = np.asarray(getattr(stock_step, field))
+        actual = getattr(fast_step, field)
+        self.assertEqual(actual.dtype, expected.dtype, field)
+        np.testing.assert_array_equal(actual, expected, err_msg=field)
+      for expected, actual in zip(
+          tf.nest.flatten(stock_step.observation),
+          tf.nest.flatten(fast_step.observation)):
+        self.assertEqual(actual.dtype, expected.dtype)
+        np.testing.assert_array_equal(actual, expected)
+    step_types = _stack(fast_steps, 'step_type')
+    self.assertIn(ts.StepType.LAST, step_types)
+    self.assertIn(ts.StepType.FIRST, step_types[1:])
+
+  def test_gymnasium_batch_rejects_mixed_specs(self):
+    with self.assertRaisesRegex(ValueError, 'Env 1 of the batch'):
+      batched.GymnasiumBatch([
+          fake_envs.load_counting(seed=0),
+          fake_envs.load_correct_action(seed=0, num_actions=3)])
 
   def test_rejects_empty_batch(self):
     with self.assertRaisesRegex(ValueError, 'num_envs'):

@@ -159,24 +159,47 @@ class GymnasiumWrapper(py_environment.PyEnvironment):
   def action_spec(self):
     return self._action_spec
 
-  def _reset(self):
+  @property
+  def discount(self) -> np.float32:
+    """The discount of non-terminal steps (truncations included)."""
+    return self._discount
+
+  def reset_observation(self):
+    """Resets the gymnasium env; its observation, cast to the spec.
+
+    The first reset uses the seed; later resets continue the env's own
+    RNG, so the whole stream is still deterministic given the first seed.
+    `_reset` and the batched fast path (`batched.GymnasiumBatch`) both come
+    here, so both see the same episodes.
+    """
     if self._first_reset:
       observation, info = self._env.reset(seed=self._seed)
       self._first_reset = False
     else:
-      # Later resets continue the env's own RNG: still deterministic given
-      # the first seed.
       observation, info = self._env.reset()
     self._last_info = info
-    return ts.restart(_convert(observation, self._observation_spec))
+    return _convert(observation, self._observation_spec)
 
-  def _step(self, action):
+  def step_arrays(self, action):
+    """Steps the gymnasium env: (observation, reward, terminated, truncated).
+
+    The observation is cast to the spec and the reward is float32; no
+    `TimeStep` is built (`_step` builds one; a batch builds one for all its
+    envs).
+    """
     action = np.asarray(action)
     if isinstance(self._env.action_space, gym.spaces.Discrete):
       action = int(action)
     observation, reward, terminated, truncated, info = self._env.step(action)
     self._last_info = info
-    observation = _convert(observation, self._observation_spec)
+    return (_convert(observation, self._observation_spec),
+            np.float32(reward), bool(terminated), bool(truncated))
+
+  def _reset(self):
+    return ts.restart(self.reset_observation())
+
+  def _step(self, action):
+    observation, reward, terminated, truncated = self.step_arrays(action)
     reward = np.asarray(reward, dtype=np.float32)
     if terminated:
       return ts.termination(observation, reward)
