@@ -6,10 +6,13 @@
 * `R2D2Agent`: recurrent replay distributed DQN (Kapturowski et al. 2019),
   trained on `PrioritizedSequences` with stored recurrent state.
 * `R2D3Agent`: R2D2 learning from demonstrations (Paine et al. 2019).
+* `EpochLoopPPOClipAgent`: TF-Agents' `PPOClipAgent` with its epochs in a
+  graph loop (the same updates, traced once in seconds).
 
 Each has a page under `docs/`.
 """
 
+from tfa_explore.agents.ppo_clip import EpochLoopPPOClipAgent
 from tfa_explore.agents.r2d2 import PrioritizedSequences
 from tfa_explore.agents.r2d2 import R2D2Agent
 from tfa_explore.agents.r2d2 import SequenceConfig

@@ -1,11 +1,13 @@
 """The on-policy experiment loop (PPO and its RND variant).
 
-One iteration: the collect policy steps `num_envs` batched environments for
-`rollout_length` steps each (a tf.function loop writing into an in-process
-uniform buffer of exactly that size), `agent.train` runs on the whole
-[num_envs, rollout_length] batch, the buffer is cleared. An in-process
-buffer is the cheapest transport on a few CPUs; Reverb only pays off when
-actors and learner live in different processes.
+One iteration: a `RolloutCollector` steps `num_envs` batched environments
+for `rollout_length` steps each (the env in numpy, the collect policy in
+one traced call per step), the train metrics see the rollout in one traced
+call, and `agent.train` runs on the whole [num_envs, rollout_length] batch.
+The rollout goes from numpy arrays straight to `train`: no replay buffer
+and no `py_function` bridge per env step (docs/performance.md measures
+what each costs). Reverb only pays off when actors and learner live in
+different processes.
 
 Everything `train_eval` builds is checkpointed (agent with its networks,
 optimizer and normalizers, train step, env step and episode counters,
@@ -20,10 +22,9 @@ import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.environments import py_environment
-from tf_agents.environments import tf_py_environment
 from tf_agents.eval import metric_utils
 from tf_agents.metrics import tf_metrics
-from tf_agents.replay_buffers import tf_uniform_replay_buffer
+from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
@@ -82,7 +83,8 @@ def train_eval(
       many recent episodes.
     max_checkpoints_to_keep: Older checkpoints are deleted.
     pre_training_fn: If set, called once on a fresh run (not on resume) as
-      `pre_training_fn(agent=agent, environment=tf_collect_env)` before
+      `pre_training_fn(agent=agent, environment=collect_py_env)` (the
+      batched PyEnvironment) before
       training, e.g. to warm up observation normalizers. Its env steps are
       not counted.
     eval_success_threshold: If set, evaluations also report `SuccessRate`,
@@ -98,18 +100,15 @@ def train_eval(
   run = run_kit.RunDirectory(root_dir)
   collect_py_env = batched.make_batched_env(env_loader, num_envs, seed,
                                             parallel=parallel_envs)
-  collect_env = tf_py_environment.TFPyEnvironment(collect_py_env)
+  time_step_spec = tensor_spec.from_spec(collect_py_env.time_step_spec())
+  action_spec = tensor_spec.from_spec(collect_py_env.action_spec())
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
-  agent = agent_fn(time_step_spec=collect_env.time_step_spec(),
-                   action_spec=collect_env.action_spec(),
+  agent = agent_fn(time_step_spec=time_step_spec, action_spec=action_spec,
                    train_step_counter=train_step)
 
   metrics = _TrainMetrics(num_envs, return_buffer_episodes)
   env_steps = metrics.env_steps.environment_steps
-  replay_buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
-      agent.collect_data_spec, batch_size=num_envs, max_length=rollout_length)
-  observers = [replay_buffer.add_batch] + metrics.as_list()
 
   checkpointer = run_kit.Checkpointer(
       run, env_steps,
@@ -122,43 +121,25 @@ def train_eval(
   resumed = checkpointer.restore()
   run.write_operative_config(step=env_steps)
   if not resumed and pre_training_fn is not None:
-    pre_training_fn(agent=agent, environment=collect_env)
+    pre_training_fn(agent=agent, environment=collect_py_env)
   evaluator = run_kit.Evaluator(agent.policy, env_loader, num_eval_episodes,
                                 seed, run.eval_writer,
                                 success_threshold=eval_success_threshold)
+  collector = RolloutCollector(collect_py_env, agent.collect_policy,
+                               rollout_length, metrics.as_list())
+  train = common.function(agent.train, autograph=False)
 
-  collect_policy = agent.collect_policy
-
-  @common.function(autograph=True)
-  def collect(time_step, policy_state):
-    for _ in tf.range(rollout_length):
-      action_step = collect_policy.action(time_step, policy_state)
-      next_time_step = collect_env.step(action_step.action)
-      traj = trajectory.from_transition(time_step, action_step, next_time_step)
-      for observer in observers:
-        observer(traj)
-      time_step = next_time_step
-      policy_state = action_step.state
-    return time_step, policy_state
-
-  @common.function
-  def train():
-    return agent.train(replay_buffer.gather_all())
-
-  time_step = collect_env.reset()
-  policy_state = collect_policy.get_initial_state(num_envs)
   progress = run_kit.ProgressLog(num_env_steps, log_interval)
   last_eval = None
   while int(env_steps) < num_env_steps:
     previous_steps = int(env_steps)
     previous_terminated = int(metrics.terminated.result())
     iteration_start = time.time()
-    time_step, policy_state = collect(time_step, policy_state)
+    experience = collector.collect()
     with run.train_writer.as_default(), tf.summary.record_if(True):
       # Default step for summaries an agent writes without an explicit step.
       tf.summary.experimental.set_step(env_steps)
-      loss_info = train()
-      replay_buffer.clear()
+      loss_info = train(experience)
       current_steps = int(env_steps)
       tf.summary.scalar(f'{summaries.LOSSES}/total_loss', loss_info.loss,
                         step=train_step)
@@ -188,9 +169,81 @@ def train_eval(
     if run_kit.crossed(previous_steps, current_steps, checkpoint_interval):
       checkpointer.save()
 
-  collect_env.close()
+  collect_py_env.close()
   return run_kit.finish(evaluator, checkpointer, run, int(env_steps),
                         last_eval)
+
+
+class RolloutCollector:
+  """Steps a batched PyEnvironment with a TF policy, `rollout_length` steps.
+
+  The env steps in numpy and the policy runs as one traced call per step,
+  as TF-Agents' `PyDriver` does; a `tf.function` loop over a
+  `TFPyEnvironment` instead pays a `py_function` bridge per step and
+  TF-Agents' per-env `TimeStep` building (docs/performance.md). The
+  policy state and the current time step carry over between rollouts, so
+  episodes run across iteration boundaries.
+  """
+
+  def __init__(self, environment: py_environment.PyEnvironment, policy,
+               rollout_length: int, observers=()):
+    """Creates the collector.
+
+    Args:
+      environment: A batched PyEnvironment (`batched.make_batched_env`).
+      policy: A TF policy, e.g. `agent.collect_policy`.
+      rollout_length: Steps per env per `collect` call.
+      observers: Callables on a `[num_envs]` Trajectory, e.g. TF-Agents
+        metrics; they see every step of a rollout in one traced call.
+    """
+    self._environment = environment
+    self._policy = policy
+    self._rollout_length = rollout_length
+    self._observers = list(observers)
+    self._action = common.function(policy.action, autograph=False)
+    self._observe = common.function(self._observe_rollout, autograph=True)
+    self._policy_state = None
+
+  def _observe_rollout(self, experience):
+    for t in tf.range(self._rollout_length):
+      step = tf.nest.map_structure(lambda x: x[:, t], experience)
+      for observer in self._observers:
+        observer(step)
+
+  def collect(self) -> trajectory.Trajectory:
+    """One rollout: a `[num_envs, rollout_length]` Trajectory of tensors."""
+    environment = self._environment
+    if self._policy_state is None:
+      self._policy_state = self._policy.get_initial_state(
+          environment.batch_size)
+    try:
+      # Where the last rollout, or a pre-training warm-up, left the env.
+      time_step = environment.current_time_step()
+    except ValueError:  # Never stepped: PyEnvironment has no time step yet.
+      time_step = environment.reset()
+    policy_state = self._policy_state
+    steps = []
+    for _ in range(self._rollout_length):
+      action_step = self._action(time_step, policy_state)
+      action = tf.nest.map_structure(lambda t: t.numpy(), action_step.action)
+      next_time_step = environment.step(action)
+      steps.append(trajectory.Trajectory(
+          step_type=time_step.step_type,
+          observation=time_step.observation,
+          action=action,
+          policy_info=tf.nest.map_structure(lambda t: t.numpy(),
+                                            action_step.info),
+          next_step_type=next_time_step.step_type,
+          reward=next_time_step.reward,
+          discount=next_time_step.discount))
+      time_step = next_time_step
+      policy_state = action_step.state
+    self._policy_state = policy_state
+    experience = tf.nest.map_structure(
+        lambda *parts: tf.convert_to_tensor(np.stack(parts, axis=1)), *steps)
+    if self._observers:
+      self._observe(experience)
+    return experience
 
 
 class _TrainMetrics:

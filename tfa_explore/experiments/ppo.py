@@ -1,4 +1,5 @@
-"""PPO baseline: TF-Agents' PPOClipAgent built from gin.
+"""PPO baseline: TF-Agents' PPOClipAgent built from gin (its maths, with
+the epochs in a graph loop: `agents/ppo_clip.py`).
 
 `ppo_clip_agent` is an `agent_fn` for `on_policy.train_eval`: it takes the
 specs and the train step counter the loop owns, and every hyperparameter
@@ -13,6 +14,7 @@ from tf_agents.agents.ppo import ppo_clip_agent as tfa_ppo_clip_agent
 from tf_agents.networks import actor_distribution_network
 from tf_agents.networks import value_network
 
+from tfa_explore.agents import ppo_clip
 from tfa_explore.utils import optimizers
 
 REQUIRED = gin.REQUIRED
@@ -71,7 +73,7 @@ def ppo_clip_agent(
     value_clipping: Optional[float] = None,
     debug_summaries: bool = False,
     agent_class: Type[tfa_ppo_clip_agent.PPOClipAgent] = (
-        tfa_ppo_clip_agent.PPOClipAgent),
+        ppo_clip.EpochLoopPPOClipAgent),
 ) -> tfa_ppo_clip_agent.PPOClipAgent:
   """Builds and initializes a PPOClipAgent (GAE, greedy eval policy).
 
@@ -103,7 +105,9 @@ def ppo_clip_agent(
     debug_summaries: TF-Agents' histograms of advantages, actions, etc.
     agent_class: PPOClipAgent or a subclass with the same constructor
       arguments (variants that override `_train` or `_loss`); passed by
-      callers in Python, not bindable in gin.
+      callers in Python, not bindable in gin. The default,
+      `EpochLoopPPOClipAgent`, is PPOClipAgent's maths with its epochs in a
+      graph loop (traced once, in seconds).
 
   Returns:
     An initialized PPOClipAgent.

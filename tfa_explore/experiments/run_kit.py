@@ -45,7 +45,6 @@ from absl import logging
 import gin
 import numpy as np
 import tensorflow as tf
-from tf_agents.environments import tf_py_environment
 from tf_agents.policies import policy_saver
 from tf_agents.utils import common
 
@@ -218,10 +217,11 @@ class Evaluator:
       success_threshold: if set, also 'SuccessRate' (`success_rate`).
     """
     self._policy = policy
-    self._environment = tf_py_environment.TFPyEnvironment(
-        batched.make_batched_env(env_loader, num_episodes,
-                                 seed + EVAL_SEED_OFFSET))
-    self._action = common.function(policy.action)
+    self._environment = batched.make_batched_env(
+        env_loader, num_episodes, seed + EVAL_SEED_OFFSET)
+    # Traced on the first evaluation, not here: a run that never evaluates
+    # (or resumes past its last one) never builds it.
+    self._action = common.function(policy.action, autograph=False)
     self._writer = writer
     self._success_threshold = success_threshold
 
@@ -241,11 +241,12 @@ class Evaluator:
     while not done.all():
       action_step = self._action(time_step, policy_state)
       policy_state = action_step.state
-      time_step = environment.step(action_step.action)
+      time_step = environment.step(
+          tf.nest.map_structure(lambda t: t.numpy(), action_step.action))
       active = ~done
-      returns[active] += time_step.reward.numpy()[active]
+      returns[active] += time_step.reward[active]
       lengths[active] += 1
-      done |= time_step.is_last().numpy()
+      done |= time_step.is_last()
     results = {'AverageReturn': float(returns.mean()),
                'AverageEpisodeLength': float(lengths.mean())}
     if self._success_threshold is not None:
