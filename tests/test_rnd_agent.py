@@ -155,6 +155,25 @@ class RndPPOAgentTest(_TestCase):
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
     self.assertEqual(int(self.agent.train_step_counter), 8)
 
+  def test_train_traces_once_and_graph_does_not_grow_with_epochs(self):
+    experience = collect(self.env, self.agent)
+
+    def trace(num_epochs, num_minibatches):
+      agent = make_agent(self.env, num_epochs=num_epochs,
+                         num_minibatches=num_minibatches)
+      agent.initialize()  # builds both optimizers' slots
+      train = tf.function(agent.train)
+      train(experience)
+      train(experience)
+      graph = train.get_concrete_function(experience).graph
+      return (train.experimental_get_tracing_count(),
+              len(graph.as_graph_def().node))
+
+    small_traces, small_nodes = trace(1, 1)
+    large_traces, large_nodes = trace(4, 4)
+    self.assertEqual((small_traces, large_traces), (1, 1))
+    self.assertEqual(small_nodes, large_nodes)
+
   def test_value_losses_are_returned_per_head(self):
     experience = self.agent._preprocess(  # pylint: disable=protected-access
         collect(self.env, self.agent), update_statistics=True)

@@ -267,7 +267,17 @@ class RndPPOAgent(tf_agent.TFAgent):
                                  if intrinsic_reward.enabled else (EXTRINSIC,))
 
   def _initialize(self):
-    pass
+    # Optimizer slots now, so the first traced `train` is traced once.
+    if hasattr(self._optimizer, 'build'):
+      self._optimizer.build(self._variables_to_train())
+    self._intrinsic_reward.build_optimizer()
+
+  def _variables_to_train(self):
+    variables = object_identity.ObjectIdentitySet(
+        self._actor_net.trainable_weights +
+        self._value_net.trainable_weights)
+    # Sorted by name, as PPOAgent does, so every process agrees.
+    return sorted(variables, key=lambda v: v.name)
 
   @property
   def actor_net(self) -> network.Network:
@@ -526,45 +536,58 @@ class RndPPOAgent(tf_agent.TFAgent):
       raise ValueError(f'Batch of {static_batch_size} sequences cannot make '
                        f'{self._num_minibatches} minibatches.')
 
-    variables_to_train = list(object_identity.ObjectIdentitySet(
-        self._actor_net.trainable_weights +
-        self._value_net.trainable_weights))
-    variables_to_train = sorted(variables_to_train, key=lambda v: v.name)
+    variables_to_train = self._variables_to_train()
 
-    totals = collections.defaultdict(list)
-    for epoch in range(self._num_epochs):
+    # Epochs and minibatches are graph loops (traced once, whatever their
+    # counts): an outer loop draws each epoch's permutation of the rows, an
+    # inner one takes one optimizer step per minibatch.
+    num_minibatches = self._num_minibatches
+    last_epoch = self._num_epochs - 1
+    zero = tf.constant(0.0)
+    summed = RndPPOLossInfo._fields + (
+        'total_loss', 'entropy', 'predictor_update_fraction')
+
+    def minibatch_step(epoch, minibatch, permutation, sums):
+      start = minibatch * batch_size // num_minibatches
+      end = (minibatch + 1) * batch_size // num_minibatches
+      indices = permutation[start:end]
+      batch = tf.nest.map_structure(lambda t: tf.gather(t, indices), per_row)
+      with tf.GradientTape() as tape:
+        loss_info, entropy = self._minibatch_loss(batch, training=True)
+      grads = tape.gradient(loss_info.loss, variables_to_train)
+      if self._gradient_clipping > 0:
+        grads, _ = tf.clip_by_global_norm(grads, self._gradient_clipping)
+      grads_and_vars = tuple(zip(grads, variables_to_train))
+      if self.summarize_grads_and_vars and self.debug_summaries:
+        with tf.summary.record_if(tf.logical_or(tf.equal(epoch, 0),
+                                                tf.equal(epoch, last_epoch))):
+          eager_utils.add_gradients_summaries(grads_and_vars,
+                                              self.train_step_counter)
+      self._optimizer.apply_gradients(grads_and_vars)
+      intrinsic_loss = self._intrinsic_reward.train_step(batch['intrinsic'])
+      self.train_step_counter.assign_add(1)
+      parts = dict(
+          loss_info.extra._replace(
+              predictor_loss=intrinsic_loss.loss)._asdict(),
+          total_loss=loss_info.loss + intrinsic_loss.loss,
+          entropy=entropy,
+          predictor_update_fraction=intrinsic_loss.update_fraction)
+      return {name: sums[name] + tf.cast(parts[name], tf.float32)
+              for name in summed}
+
+    def epoch_step(epoch, sums):
       permutation = tf.random.shuffle(tf.range(batch_size))
-      for minibatch in range(self._num_minibatches):
-        with tf.name_scope(f'epoch_{epoch}_minibatch_{minibatch}'):
-          start = minibatch * batch_size // self._num_minibatches
-          end = (minibatch + 1) * batch_size // self._num_minibatches
-          indices = permutation[start:end]
-          batch = tf.nest.map_structure(
-              lambda t, i=indices: tf.gather(t, i), per_row)
+      _, sums = tf.while_loop(
+          lambda minibatch, _: minibatch < num_minibatches,
+          lambda minibatch, sums: (
+              minibatch + 1,
+              minibatch_step(epoch, minibatch, permutation, sums)),
+          (tf.constant(0), sums))
+      return epoch + 1, sums
 
-          with tf.GradientTape() as tape:
-            loss_info, entropy = self._minibatch_loss(batch, training=True)
-          grads = tape.gradient(loss_info.loss, variables_to_train)
-          if self._gradient_clipping > 0:
-            grads, _ = tf.clip_by_global_norm(grads, self._gradient_clipping)
-          grads_and_vars = tuple(zip(grads, variables_to_train))
-          if (self.summarize_grads_and_vars and self.debug_summaries and
-              epoch in (0, self._num_epochs - 1)):
-            eager_utils.add_gradients_summaries(grads_and_vars,
-                                                self.train_step_counter)
-          self._optimizer.apply_gradients(grads_and_vars)
-
-          intrinsic_loss = self._intrinsic_reward.train_step(
-              batch['intrinsic'])
-          self.train_step_counter.assign_add(1)
-
-          parts = loss_info.extra._replace(predictor_loss=intrinsic_loss.loss)
-          for name, value in parts._asdict().items():
-            totals[name].append(value)
-          totals['total_loss'].append(loss_info.loss + intrinsic_loss.loss)
-          totals['entropy'].append(entropy)
-          totals['predictor_update_fraction'].append(
-              intrinsic_loss.update_fraction)
+    _, sums = tf.while_loop(
+        lambda epoch, _: epoch < self._num_epochs, epoch_step,
+        (tf.constant(0), {name: zero for name in summed}))
 
     if self.update_normalizers_in_train:
       if self._compute_value_and_advantage_in_train:
@@ -575,8 +598,8 @@ class RndPPOAgent(tf_agent.TFAgent):
         # this batch now, after its rewards were normalised.
         self.update_observation_normalizer(processed.observation)
 
-    means = {name: tf.add_n(values) / len(values)
-             for name, values in totals.items()}
+    num_steps = float(self._num_epochs * num_minibatches)
+    means = {name: total / num_steps for name, total in sums.items()}
     self._write_summaries(processed, masked_weights, means)
     return tf_agent.LossInfo(
         loss=means['total_loss'],

@@ -87,6 +87,9 @@ class IntrinsicReward(tf.Module):
     """What `train_step` trains on, from `[B, T, ...]` observations."""
     raise NotImplementedError
 
+  def build_optimizer(self) -> None:
+    """Creates the optimizer's slots (before the first traced step)."""
+
   def train_step(self, inputs) -> IntrinsicLoss:
     """One optimisation step on a minibatch of `training_inputs`."""
     raise NotImplementedError
@@ -328,6 +331,10 @@ class RndIntrinsicReward(IntrinsicReward):
     """Masked mean prediction error: `sum(mask * err) / max(sum(mask), 1)`."""
     predicted, _ = self._predictor_net(inputs, training=True)
     return maths.masked_mean(maths.prediction_error(predicted, targets), mask)
+
+  def build_optimizer(self):
+    if hasattr(self._optimizer, 'build'):
+      self._optimizer.build(self._predictor_net.trainable_variables)
 
   def train_step(self, inputs):
     mask = maths.predictor_update_mask(tf.shape(inputs['targets'])[:-1],
