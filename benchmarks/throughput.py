@@ -1,0 +1,288 @@
+"""Speed of the on-policy loop, side by side: ours vs stock TF-Agents.
+
+Every figure comes from fresh processes run one after another, pairs
+interleaved (A B A B ...), `--repeats` times; the table shows medians and
+the ratios of the medians. CPU seconds are those of the whole process
+(user + system), the figure that holds when the machine is loaded; wall
+seconds are printed too, with the load average before and after.
+
+    .venv/bin/python benchmarks/throughput.py --measure=startup,steady,rnd
+
+* `startup`: `train/train_eval.py --gin_file=gin/ppo/cartpole.gin`
+  launched as a user would; the seconds from launch to its "First
+  iteration done" line (the first gradient steps are in that iteration)
+  and to its first greedy eval with average return >= 475. The run is
+  stopped there.
+* `steady`: env steps per CPU-second of PPO on CartPole
+  (gin/ppo/cartpole.gin's hyperparameters) once start-up is over:
+  `ours` is the loop of `on_policy.train_eval` (GymnasiumBatch,
+  RolloutCollector, EpochLoopPPOClipAgent); `stock` is TF-Agents' own
+  pieces with the same hyperparameters: PPOClipAgent, a
+  TFPyEnvironment over a BatchedPyEnvironment, DynamicStepDriver into a
+  TFUniformReplayBuffer, `gather_all`, `clear`. Both also report the
+  seconds from process start to the end of the first train call.
+* `rnd`: env steps per CPU-second of RND-PPO and its PPO twin (both with
+  our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
+  and gin/ppo/<task>.gin).
+
+Steady figures time `--iterations` collect + train iterations after
+`--warmup` iterations; evals and checkpoints are not in them.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import common  # benchmarks/common.py, next to this script.
+
+REPO_ROOT = common.REPO_ROOT
+CARTPOLE_GIN = 'gin/ppo/cartpole.gin'
+RND_TASKS = {
+    'MountainCar': ('gin/rnd_ppo/mountaincar.gin', 'gin/ppo/mountaincar.gin'),
+    'MiniGrid-Empty-8x8': ('gin/rnd_ppo/minigrid_empty8x8.gin',
+                           'gin/ppo/minigrid_empty8x8.gin'),
+}
+SOLVED_RETURN = 475.0  # CartPole-v1's reward threshold (gymnasium)
+
+
+def _cpu_seconds():
+  usage = resource.getrusage(resource.RUSAGE_SELF)
+  return usage.ru_utime + usage.ru_stime
+
+
+# ------------------------------------------------------------ children ---
+
+
+def child_steady(loop, gin_file, warmup, iterations):
+  """Runs in a fresh process; prints one JSON line of timings."""
+  start_wall = time.monotonic()
+  import gin  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
+  from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
+
+  runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], [])
+
+  def setting(name):
+    value = gin.query_parameter(f'on_policy.train_eval.{name}')
+    if getattr(value, 'evaluate', False):  # a macro such as %SEED
+      return value.scoped_configurable_fn()
+    return value
+
+  env_loader = setting('env_loader').scoped_configurable_fn
+  agent_fn = setting('agent_fn').scoped_configurable_fn
+  num_envs = setting('num_envs')
+  rollout_length = setting('rollout_length')
+  seed = setting('seed')
+  tf.random.set_seed(seed)
+  train_step = tf.Variable(0, dtype=tf.int64)
+
+  if loop == 'ours':
+    environment = batched.make_batched_env(env_loader, num_envs, seed)
+    agent = agent_fn(
+        time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),
+        action_spec=tensor_spec.from_spec(environment.action_spec()),
+        train_step_counter=train_step)
+    try:
+      pre_training_fn = setting('pre_training_fn')
+    except ValueError:
+      pre_training_fn = None
+    if pre_training_fn is not None:
+      pre_training_fn.scoped_configurable_fn(agent=agent,
+                                             environment=environment)
+    collector = on_policy.RolloutCollector(environment, agent.collect_policy,
+                                           rollout_length)
+    train = tfa_common.function(agent.train, autograph=False)
+
+    def iteration():
+      train(collector.collect())
+  else:
+    from tf_agents.agents.ppo import ppo_clip_agent  # pylint: disable=g-import-not-at-top
+    from tf_agents.drivers import dynamic_step_driver  # pylint: disable=g-import-not-at-top
+    from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
+    from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
+    from tf_agents.replay_buffers import tf_uniform_replay_buffer  # pylint: disable=g-import-not-at-top
+    environment = tf_py_environment.TFPyEnvironment(
+        batched_py_environment.BatchedPyEnvironment(
+            [env_loader(seed=s) for s in batched.env_seeds(seed, num_envs)],
+            multithreading=False))
+    agent = agent_fn(time_step_spec=environment.time_step_spec(),
+                     action_spec=environment.action_spec(),
+                     train_step_counter=train_step,
+                     agent_class=ppo_clip_agent.PPOClipAgent)
+    replay_buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
+        agent.collect_data_spec, batch_size=num_envs,
+        max_length=rollout_length)
+    driver = dynamic_step_driver.DynamicStepDriver(
+        environment, agent.collect_policy, observers=[replay_buffer.add_batch],
+        num_steps=num_envs * rollout_length)
+    driver.run = tfa_common.function(driver.run, autograph=True)
+    train = tfa_common.function(agent.train, autograph=False)
+
+    def iteration():
+      driver.run()
+      train(replay_buffer.gather_all())
+      replay_buffer.clear()
+
+  iteration()
+  first_train_seconds = time.monotonic() - start_wall
+  for _ in range(warmup - 1):
+    iteration()
+  cpu, wall = _cpu_seconds(), time.monotonic()
+  for _ in range(iterations):
+    iteration()
+  cpu, wall = _cpu_seconds() - cpu, time.monotonic() - wall
+  print(json.dumps(dict(
+      env_steps=iterations * num_envs * rollout_length, cpu_seconds=cpu,
+      wall_seconds=wall, first_train_seconds=first_train_seconds)),
+        flush=True)
+
+
+def _run_child(args):
+  command = [sys.executable, os.path.abspath(__file__)] + args
+  output = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
+                          text=True, check=False)
+  if output.returncode:
+    sys.exit(f'{" ".join(command)} failed:\n{output.stderr[-3000:]}')
+  return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def measure_steady(gin_file, loop, warmup, iterations):
+  result = _run_child(['--child=steady', f'--loop={loop}',
+                       f'--gin_file={gin_file}', f'--warmup={warmup}',
+                       f'--iterations={iterations}'])
+  result['steps_per_cpu_second'] = result['env_steps'] / result['cpu_seconds']
+  result['steps_per_second'] = result['env_steps'] / result['wall_seconds']
+  return result
+
+
+def measure_startup(timeout):
+  """Launch -> first iteration, launch -> greedy eval >= 475 (seconds)."""
+  with tempfile.TemporaryDirectory() as root_dir:
+    command = common.train_eval_command(root_dir,
+                                        os.path.join(REPO_ROOT, CARTPOLE_GIN))
+    launched = time.monotonic()
+    process = subprocess.Popen(command, cwd=REPO_ROOT,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    result = {'first_iteration_seconds': None, 'solved_seconds': None,
+              'solved_at_env_step': None}
+    try:
+      for line in process.stdout:
+        now = time.monotonic() - launched
+        if 'First iteration done' in line:
+          result['first_iteration_seconds'] = now
+        if 'Eval at env step' in line:
+          step = int(line.split('Eval at env step ')[1].split(':')[0]
+                     .replace(',', ''))
+          average = float(line.split('average return ')[1].split(',')[0])
+          if average >= SOLVED_RETURN:
+            result['solved_seconds'] = now
+            result['solved_at_env_step'] = step
+            break
+        if now > timeout:
+          break
+    finally:
+      process.kill()
+      process.wait()
+  return result
+
+
+# -------------------------------------------------------------- report ---
+
+
+def _median(results, key):
+  values = [r[key] for r in results if r.get(key) is not None]
+  return statistics.median(values) if values else None
+
+
+def _fmt(value, spec=',.0f'):
+  return '-' if value is None else format(value, spec)
+
+
+def report_pairs(title, pairs, repeats, warmup, iterations):
+  """Runs (label, gin, loop) pairs interleaved; prints a table and ratios."""
+  results = {label: [] for label, _, _ in pairs}
+  for repeat in range(repeats):
+    for label, gin_file, loop in pairs:
+      result = measure_steady(gin_file, loop, warmup, iterations)
+      results[label].append(result)
+      print(f'  [{title} {repeat + 1}/{repeats}] {label}: '
+            f'{result["steps_per_cpu_second"]:,.0f} env steps/CPU-s, '
+            f'{result["steps_per_second"]:,.0f} env steps/s, first train '
+            f'call done {result["first_train_seconds"]:.1f} s after start',
+            flush=True)
+  print(f'\n{title} (median of {repeats})')
+  print('| loop | env steps / CPU-s | env steps / s | start -> first train done (s) |')
+  print('|---|---|---|---|')
+  for label, _, _ in pairs:
+    print(f'| {label} | {_fmt(_median(results[label], "steps_per_cpu_second"))} '
+          f'| {_fmt(_median(results[label], "steps_per_second"))} '
+          f'| {_fmt(_median(results[label], "first_train_seconds"), ".1f")} |')
+  first, second = pairs[0][0], pairs[1][0]
+  ratio = (_median(results[first], 'steps_per_cpu_second') /
+           _median(results[second], 'steps_per_cpu_second'))
+  print(f'ratio {first} / {second} (env steps per CPU-s): {ratio:.2f}\n',
+        flush=True)
+  return ratio
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--measure', default='startup,steady,rnd',
+                      help='Comma-separated: startup, steady, rnd.')
+  parser.add_argument('--repeats', type=int, default=3)
+  parser.add_argument('--warmup', type=int, default=3,
+                      help='Iterations before the timed ones.')
+  parser.add_argument('--iterations', type=int, default=20,
+                      help='Timed collect + train iterations.')
+  parser.add_argument('--startup_timeout', type=float, default=300.0)
+  parser.add_argument('--child', help=argparse.SUPPRESS)
+  parser.add_argument('--loop', help=argparse.SUPPRESS)
+  parser.add_argument('--gin_file', help=argparse.SUPPRESS)
+  args = parser.parse_args()
+
+  if args.child == 'steady':
+    child_steady(args.loop, args.gin_file, args.warmup, args.iterations)
+    return
+
+  print(f'load average before: {os.getloadavg()}; {os.cpu_count()} CPUs',
+        flush=True)
+  measures = args.measure.split(',')
+  if 'startup' in measures:
+    runs = []
+    for repeat in range(args.repeats):
+      runs.append(measure_startup(args.startup_timeout))
+      print(f'  [startup {repeat + 1}/{args.repeats}] {runs[-1]}', flush=True)
+    print(f'\nPPO CartPole start-up, train/train_eval.py --gin_file='
+          f'{CARTPOLE_GIN} (median of {args.repeats})')
+    print('| launch -> first iteration done (s) | launch -> greedy eval '
+          '>= 475 (s) | at env step |')
+    print('|---|---|---|')
+    print(f'| {_fmt(_median(runs, "first_iteration_seconds"), ".1f")} '
+          f'| {_fmt(_median(runs, "solved_seconds"), ".1f")} '
+          f'| {_fmt(_median(runs, "solved_at_env_step"))} |\n', flush=True)
+  if 'steady' in measures:
+    report_pairs('PPO CartPole, steady', [
+        ('ours', CARTPOLE_GIN, 'ours'), ('stock TF-Agents', CARTPOLE_GIN,
+                                         'stock')],
+        args.repeats, args.warmup, args.iterations)
+  if 'rnd' in measures:
+    for task, (rnd_gin, twin_gin) in RND_TASKS.items():
+      report_pairs(f'{task}, RND-PPO vs PPO twin, steady', [
+          ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours')],
+          args.repeats, args.warmup, args.iterations)
+  print(f'load average after: {os.getloadavg()}', flush=True)
+
+
+if __name__ == '__main__':
+  main()
