@@ -197,10 +197,9 @@ class RolloutCollector:
         metrics; they see every step of a rollout in one traced call.
     """
     self._environment = environment
-    self._policy = policy
     self._rollout_length = rollout_length
     self._observers = list(observers)
-    self._action = common.function(policy.action, autograph=False)
+    self._numpy_policy = run_kit.NumpyPolicy(policy, environment.batch_size)
     self._observe = common.function(self._observe_rollout, autograph=True)
     self._policy_state = None
 
@@ -214,8 +213,7 @@ class RolloutCollector:
     """One rollout: a `[num_envs, rollout_length]` Trajectory of tensors."""
     environment = self._environment
     if self._policy_state is None:
-      self._policy_state = self._policy.get_initial_state(
-          environment.batch_size)
+      self._policy_state = self._numpy_policy.get_initial_state()
     try:
       # Where the last rollout, or a pre-training warm-up, left the env.
       time_step = environment.current_time_step()
@@ -224,15 +222,13 @@ class RolloutCollector:
     policy_state = self._policy_state
     steps = []
     for _ in range(self._rollout_length):
-      action_step = self._action(time_step, policy_state)
-      action = tf.nest.map_structure(lambda t: t.numpy(), action_step.action)
-      next_time_step = environment.step(action)
+      action_step = self._numpy_policy.action(time_step, policy_state)
+      next_time_step = environment.step(action_step.action)
       steps.append(trajectory.Trajectory(
           step_type=time_step.step_type,
           observation=time_step.observation,
-          action=action,
-          policy_info=tf.nest.map_structure(lambda t: t.numpy(),
-                                            action_step.info),
+          action=action_step.action,
+          policy_info=action_step.info,
           next_step_type=next_time_step.step_type,
           reward=next_time_step.reward,
           discount=next_time_step.discount))

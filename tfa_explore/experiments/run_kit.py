@@ -46,7 +46,6 @@ import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.policies import policy_saver
-from tf_agents.utils import common
 
 from tfa_explore.environments import batched
 from tfa_explore.utils import files
@@ -190,6 +189,50 @@ def success_rate(episode_returns, threshold: float) -> float:
   return float(np.mean(episode_returns > threshold))
 
 
+class NumpyPolicy:
+  """A TF policy's `action` on numpy batches, as one concrete function.
+
+  A `tf.function` call matches its arguments' structure against its traces
+  on every call, which costs more than the small graph of a collect policy
+  (docs/performance.md). This traces once, on the first call, for flat
+  tensors of a fixed batch size, and returns numpy.
+  """
+
+  def __init__(self, policy, batch_size: int):
+    self._policy = policy
+    self._batch_size = batch_size
+    self._input_spec = (policy.time_step_spec, policy.policy_state_spec)
+    self._function = None
+
+  def _trace(self):
+    input_spec = self._input_spec
+    policy = self._policy
+
+    def flat_action(*flat_inputs):
+      time_step, policy_state = tf.nest.pack_sequence_as(
+          input_spec, list(flat_inputs))
+      return tf.nest.flatten(policy.action(time_step, policy_state))
+
+    signature = [
+        tf.TensorSpec([self._batch_size] + list(spec.shape), spec.dtype)
+        for spec in tf.nest.flatten(input_spec)]
+    return tf.function(flat_action, autograph=False).get_concrete_function(
+        *signature)
+
+  def get_initial_state(self):
+    return tf.nest.map_structure(
+        lambda t: t.numpy(),
+        self._policy.get_initial_state(self._batch_size))
+
+  def action(self, time_step, policy_state):
+    """PolicyStep of numpy arrays for a numpy `time_step` and state."""
+    if self._function is None:
+      self._function = self._trace()
+    outputs = self._function(*tf.nest.flatten((time_step, policy_state)))
+    return tf.nest.pack_sequence_as(self._policy.policy_step_spec,
+                                    [output.numpy() for output in outputs])
+
+
 class Evaluator:
   """Greedy evaluation: ONE episode in each of `num_episodes` envs.
 
@@ -221,7 +264,7 @@ class Evaluator:
         env_loader, num_episodes, seed + EVAL_SEED_OFFSET)
     # Traced on the first evaluation, not here: a run that never evaluates
     # (or resumes past its last one) never builds it.
-    self._action = common.function(policy.action, autograph=False)
+    self._numpy_policy = NumpyPolicy(policy, num_episodes)
     self._writer = writer
     self._success_threshold = success_threshold
 
@@ -237,12 +280,11 @@ class Evaluator:
     lengths = np.zeros(num_episodes, np.int64)
     done = np.zeros(num_episodes, bool)
     time_step = environment.reset()
-    policy_state = self._policy.get_initial_state(num_episodes)
+    policy_state = self._numpy_policy.get_initial_state()
     while not done.all():
-      action_step = self._action(time_step, policy_state)
+      action_step = self._numpy_policy.action(time_step, policy_state)
       policy_state = action_step.state
-      time_step = environment.step(
-          tf.nest.map_structure(lambda t: t.numpy(), action_step.action))
+      time_step = environment.step(action_step.action)
       active = ~done
       returns[active] += time_step.reward[active]
       lengths[active] += 1
