@@ -19,6 +19,7 @@ from tfa_explore import agents
 from tfa_explore import networks
 from tfa_explore.agents import rnd_ppo
 from tfa_explore.agents.rnd_ppo import agent as agent_lib
+from tfa_explore.environments import batched
 from tfa_explore.testing import fake_envs
 
 NUM_ENVS = 4
@@ -292,6 +293,24 @@ class RndPPOAgentTest(_TestCase):
     # The policy's normaliser stays at its initial count (1e-8).
     policy_count = self.agent.collect_policy.observation_normalizer.variables[0]
     self.assertAllClose(policy_count, [0.0], atol=1e-6)
+
+  def test_warm_up_on_a_py_environment(self):
+    def warm_up():
+      np.random.seed(3)
+      agent = make_agent(self.env)
+      py_env = batched.make_batched_env(fake_envs.load_counting,
+                                        NUM_ENVS, seed=0)
+      seen = agents.warm_up_observation_normalizer(
+          agent=agent, environment=py_env, num_steps=5)
+      normalizer = agent.intrinsic_reward.observation_normalizer
+      return seen, normalizer.count(), [v.numpy() for v in
+                                        normalizer.variables]
+
+    seen, count, statistics = warm_up()
+    self.assertEqual(seen, 5 * NUM_ENVS)
+    self.assertAllClose(count, [20.0])
+    for first, second in zip(statistics, warm_up()[2]):
+      self.assertAllEqual(first, second)
 
   def test_intrinsic_only_advantage_is_intrinsic(self):
     agent = make_agent(self.env, intrinsic_only=True)

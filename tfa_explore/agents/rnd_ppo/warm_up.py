@@ -5,10 +5,11 @@ stepping a random agent in the environment before optimisation starts.
 """
 
 import gin
+import numpy as np
 import tensorflow as tf
 from tf_agents.environments import py_environment
-from tf_agents.environments import tf_py_environment
 from tf_agents.policies import random_tf_policy
+from tf_agents.specs import array_spec
 
 
 @gin.configurable(denylist=['agent', 'environment'])
@@ -33,11 +34,11 @@ def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
   """
   if num_steps < 0:
     raise ValueError(f'num_steps must be >= 0, got {num_steps}.')
+  update = tf.function(agent.intrinsic_reward.update_observation_normalizer)
   if isinstance(environment, py_environment.PyEnvironment):
-    environment = tf_py_environment.TFPyEnvironment(environment)
+    return _warm_up_numpy(environment, update, num_steps)
   random_policy = random_tf_policy.RandomTFPolicy(
       environment.time_step_spec(), environment.action_spec())
-  update = tf.function(agent.intrinsic_reward.update_observation_normalizer)
   time_step = environment.current_time_step()
   seen = 0
   for _ in range(num_steps):
@@ -46,3 +47,23 @@ def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
     update(time_step.observation)
     seen += int(environment.batch_size or 1)
   return seen
+
+
+def _warm_up_numpy(environment, update, num_steps):
+  """The warm-up on a PyEnvironment: actions drawn in numpy, no TF env.
+
+  The actions come from numpy's global RNG (which the loops seed), so a
+  seed still fixes the warm-up.
+  """
+  batch_size = environment.batch_size if environment.batched else None
+  outer_dims = (batch_size,) if batch_size else ()
+  rng = np.random.RandomState(np.random.randint(2**31 - 1))
+  try:
+    environment.current_time_step()
+  except ValueError:  # Never stepped: PyEnvironment has no time step yet.
+    environment.reset()
+  for _ in range(num_steps):
+    action = array_spec.sample_spec_nest(environment.action_spec(), rng,
+                                         outer_dims=outer_dims)
+    update(environment.step(action).observation)
+  return num_steps * (batch_size or 1)
