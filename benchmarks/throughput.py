@@ -21,6 +21,10 @@ seconds are printed too, with the load average before and after.
   TFPyEnvironment over a BatchedPyEnvironment, DynamicStepDriver into a
   TFUniformReplayBuffer, `gather_all`, `clear`. Both also report the
   seconds from process start to the end of the first train call.
+* `components`: CPU microseconds per batched step of 8 CartPoles:
+  TF-Agents' BatchedPyEnvironment vs our GymnasiumBatch vs a
+  TFPyEnvironment stepped inside a tf.function (the old loop's bridge),
+  and the PPO collect policy called as a tf.function vs `NumpyPolicy`.
 * `rnd`: env steps per CPU-second of RND-PPO and its PPO twin (both with
   our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
   and gin/ppo/<task>.gin).
@@ -197,6 +201,83 @@ def measure_startup(timeout):
   return result
 
 
+def child_components(repeats):
+  """Per-step CPU costs of the collection pieces (one JSON line)."""
+  import gin  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
+  from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
+  from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
+  from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
+  from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+
+  runner.parse_gin([os.path.join(REPO_ROOT, CARTPOLE_GIN)], [])
+  env_loader = gin.query_parameter(
+      'on_policy.train_eval.env_loader').scoped_configurable_fn
+  agent_fn = gin.query_parameter(
+      'on_policy.train_eval.agent_fn').scoped_configurable_fn
+  num_envs, steps = 8, 2000
+  rng = np.random.default_rng(0)
+  actions = rng.integers(2, size=(steps, num_envs))
+
+  def envs():
+    return [env_loader(seed=s) for s in batched.env_seeds(0, num_envs)]
+
+  def per_step(function):
+    best = None
+    for _ in range(repeats):
+      cpu = _cpu_seconds()
+      function()
+      cost = (_cpu_seconds() - cpu) / steps * 1e6
+      best = cost if best is None else min(best, cost)
+    return best
+
+  results = {}
+  for name, environment in (
+      ('BatchedPyEnvironment step',
+       batched_py_environment.BatchedPyEnvironment(envs(),
+                                                   multithreading=False)),
+      ('GymnasiumBatch step', batched.GymnasiumBatch(envs()))):
+    environment.reset()
+    results[name] = per_step(
+        lambda env=environment: [env.step(a) for a in actions])
+  tf_env = tf_py_environment.TFPyEnvironment(
+      batched_py_environment.BatchedPyEnvironment(envs(),
+                                                  multithreading=False))
+  tf_actions = tf.constant(actions)
+
+  @tf.function
+  def tf_loop():
+    for t in tf.range(steps):
+      tf_env.step(tf_actions[t])
+
+  tf_env.reset()
+  tf_loop()
+  results['TFPyEnvironment step in a tf.function'] = per_step(tf_loop)
+
+  environment = batched.GymnasiumBatch(envs())
+  agent = agent_fn(
+      time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),
+      action_spec=tensor_spec.from_spec(environment.action_spec()),
+      train_step_counter=tf.Variable(0, dtype=tf.int64))
+  time_step = environment.reset()
+  policy = agent.collect_policy
+  traced = tfa_common.function(policy.action, autograph=False)
+  numpy_policy = run_kit.NumpyPolicy(policy, num_envs)
+  traced(time_step, ())
+  numpy_policy.action(time_step, ())
+  results['collect policy as tf.function'] = per_step(
+      lambda: [tf.nest.map_structure(lambda t: t.numpy(),
+                                     traced(time_step, ()))
+               for _ in range(steps)])
+  results['collect policy as NumpyPolicy'] = per_step(
+      lambda: [numpy_policy.action(time_step, ()) for _ in range(steps)])
+  print(json.dumps(results), flush=True)
+
+
 # -------------------------------------------------------------- report ---
 
 
@@ -238,8 +319,9 @@ def report_pairs(title, pairs, repeats, warmup, iterations):
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-  parser.add_argument('--measure', default='startup,steady,rnd',
-                      help='Comma-separated: startup, steady, rnd.')
+  parser.add_argument('--measure', default='components,startup,steady,rnd',
+                      help='Comma-separated: components, startup, steady, '
+                      'rnd.')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--warmup', type=int, default=3,
                       help='Iterations before the timed ones.')
@@ -254,10 +336,22 @@ def main():
   if args.child == 'steady':
     child_steady(args.loop, args.gin_file, args.warmup, args.iterations)
     return
+  if args.child == 'components':
+    child_components(args.repeats)
+    return
 
   print(f'load average before: {os.getloadavg()}; {os.cpu_count()} CPUs',
         flush=True)
   measures = args.measure.split(',')
+  if 'components' in measures:
+    costs = _run_child(['--child=components', f'--repeats={args.repeats}'])
+    print(f'\nCPU microseconds per batched step of 8 CartPole-v1 envs '
+          f'(best of {args.repeats} x 2000 steps)')
+    print('| piece | CPU us per step |')
+    print('|---|---|')
+    for name, cost in costs.items():
+      print(f'| {name} | {cost:,.0f} |')
+    print(flush=True)
   if 'startup' in measures:
     runs = []
     for repeat in range(args.repeats):
