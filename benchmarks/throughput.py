@@ -87,6 +87,11 @@ def child_steady(loop, gin_file, warmup, iterations):
   num_envs = setting('num_envs')
   rollout_length = setting('rollout_length')
   seed = setting('seed')
+  if loop == 'ours':
+    # As on_policy.train_eval does with the gin file's tf_threads; stock
+    # TF-Agents runs with TensorFlow's own thread pools.
+    from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
+    run_kit.set_tf_threads(setting('tf_threads'))
   tf.random.set_seed(seed)
   train_step = tf.Variable(0, dtype=tf.int64)
 

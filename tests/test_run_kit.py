@@ -203,6 +203,29 @@ class EvaluatorTest(_TestCase):
         {k: v for k, v in second.items() if k != 'EnvironmentSteps'})
 
 
+class SetTfThreadsTest(absltest.TestCase):
+
+  def test_none_keeps_tensorflow_pools_and_bad_values_raise(self):
+    before = (tf.config.threading.get_intra_op_parallelism_threads(),
+              tf.config.threading.get_inter_op_parallelism_threads())
+    run_kit.set_tf_threads(None)
+    self.assertEqual(
+        (tf.config.threading.get_intra_op_parallelism_threads(),
+         tf.config.threading.get_inter_op_parallelism_threads()), before)
+    with self.assertRaisesRegex(ValueError, 'tf_threads'):
+      run_kit.set_tf_threads(0)
+
+  def test_after_tensorflow_started_it_warns_and_changes_nothing(self):
+    tf.constant(1.0) + 1.0  # TensorFlow is running.
+    current = tf.config.threading.get_intra_op_parallelism_threads()
+    wanted = current + 3
+    with self.assertLogs(level='WARNING') as logs:
+      run_kit.set_tf_threads(wanted)
+    self.assertIn(f'tf_threads={wanted}', logs.output[0])
+    self.assertEqual(tf.config.threading.get_intra_op_parallelism_threads(),
+                     current)
+
+
 class FakeClock:
   """Seconds that advance only when a test says so."""
 

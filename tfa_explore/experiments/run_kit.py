@@ -68,6 +68,32 @@ EVAL_SEED_OFFSET = 1_000_003
 _FLUSH_MILLIS = 10_000
 
 
+def set_tf_threads(num_threads: Optional[int]) -> None:
+  """Sizes TensorFlow's intra- and inter-op thread pools (None: TF's own).
+
+  On a 2-core machine the on-policy loop of a small network runs one small
+  graph per env step; TF's default pools then spend more CPU waking and
+  spinning threads than running ops (docs/performance.md). The pools can
+  only be sized before TensorFlow runs its first op; later (a second run
+  in the same process) this logs a warning and changes nothing.
+  """
+  if num_threads is None:
+    return
+  if num_threads < 1:
+    raise ValueError(f'tf_threads must be >= 1 or None, got {num_threads}.')
+  threading = tf.config.threading
+  if (threading.get_intra_op_parallelism_threads() == num_threads and
+      threading.get_inter_op_parallelism_threads() == num_threads):
+    return
+  try:
+    threading.set_intra_op_parallelism_threads(num_threads)
+    threading.set_inter_op_parallelism_threads(num_threads)
+  except RuntimeError:
+    logging.warning(
+        'TensorFlow is already running, so tf_threads=%d does not apply in '
+        'this process (it does in a fresh one).', num_threads)
+
+
 def crossed(previous: int, current: int, interval: int) -> bool:
   """Whether a multiple of `interval` lies in (previous, current]."""
   return interval > 0 and current // interval > previous // interval
