@@ -16,7 +16,8 @@ seconds are printed too, with the load average before and after.
 * `steady`: env steps per CPU-second of PPO on CartPole
   (gin/ppo/cartpole.gin's hyperparameters) once start-up is over:
   `ours` is the loop of `on_policy.train_eval` (GymnasiumBatch,
-  RolloutCollector, EpochLoopPPOClipAgent); `stock` is TF-Agents' own
+  RolloutCollector, EpochLoopPPOClipAgent, the gin file's `tf_threads`),
+  also shown with TensorFlow's default thread pools; `stock` is TF-Agents' own
   pieces with the same hyperparameters: PPOClipAgent, a
   TFPyEnvironment over a BatchedPyEnvironment, DynamicStepDriver into a
   TFUniformReplayBuffer, `gather_all`, `clear`. Both also report the
@@ -70,6 +71,7 @@ def child_steady(loop, gin_file, warmup, iterations):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+  from tfa_explore.agents import RndPPOAgent  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
   from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
@@ -87,11 +89,15 @@ def child_steady(loop, gin_file, warmup, iterations):
   num_envs = setting('num_envs')
   rollout_length = setting('rollout_length')
   seed = setting('seed')
+  split = {'collect': 0.0, 'train': 0.0, 'preprocess (in train)': 0.0}
+  timing = False
   if loop == 'ours':
     # As on_policy.train_eval does with the gin file's tf_threads; stock
-    # TF-Agents runs with TensorFlow's own thread pools.
+    # TF-Agents (and `ours_default_threads`) run with TensorFlow's own
+    # thread pools.
     from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
     run_kit.set_tf_threads(setting('tf_threads'))
+  loop = 'ours' if loop == 'ours_default_threads' else loop
   tf.random.set_seed(seed)
   train_step = tf.Variable(0, dtype=tf.int64)
 
@@ -111,9 +117,24 @@ def child_steady(loop, gin_file, warmup, iterations):
     collector = on_policy.RolloutCollector(environment, agent.collect_policy,
                                            rollout_length)
     train = tfa_common.function(agent.train, autograph=False)
+    # What `train` spends before its epochs (RND-PPO: intrinsic rewards,
+    # the return filter and both GAE streams), a diagnostic of the agent's
+    # own method.
+    preprocess = tfa_common.function(
+        lambda experience: agent._preprocess(  # pylint: disable=protected-access
+            experience, update_statistics=False), autograph=False)
 
     def iteration():
-      train(collector.collect())
+      cpu = _cpu_seconds()
+      experience = collector.collect()
+      split['collect'] += _cpu_seconds() - cpu
+      cpu = _cpu_seconds()
+      train(experience)
+      split['train'] += _cpu_seconds() - cpu
+      if timing and isinstance(agent, RndPPOAgent):
+        cpu = _cpu_seconds()
+        preprocess(experience)
+        split['preprocess (in train)'] += _cpu_seconds() - cpu
   else:
     from tf_agents.agents.ppo import ppo_clip_agent  # pylint: disable=g-import-not-at-top
     from tf_agents.drivers import dynamic_step_driver  # pylint: disable=g-import-not-at-top
@@ -138,22 +159,39 @@ def child_steady(loop, gin_file, warmup, iterations):
     train = tfa_common.function(agent.train, autograph=False)
 
     def iteration():
+      cpu = _cpu_seconds()
       driver.run()
+      split['collect'] += _cpu_seconds() - cpu
+      cpu = _cpu_seconds()
       train(replay_buffer.gather_all())
       replay_buffer.clear()
+      split['train'] += _cpu_seconds() - cpu
 
   iteration()
   first_train_seconds = time.monotonic() - start_wall
   for _ in range(warmup - 1):
     iteration()
   cpu, wall = _cpu_seconds(), time.monotonic()
+  split = dict.fromkeys(split, 0.0)
   for _ in range(iterations):
     iteration()
   cpu, wall = _cpu_seconds() - cpu, time.monotonic() - wall
+  milliseconds = {name: 1000.0 * value / iterations
+                  for name, value in split.items()}
+  # The preprocessing share is timed after the timed loop (it repeats work
+  # `train` does), only for our agents.
+  if loop == 'ours':
+    timing = True
+    iteration()  # traces the preprocessing function
+    split['preprocess (in train)'] = 0.0
+    for _ in range(iterations):
+      iteration()
+    milliseconds['preprocess (in train)'] = (
+        1000.0 * split['preprocess (in train)'] / iterations)
   print(json.dumps(dict(
       env_steps=iterations * num_envs * rollout_length, cpu_seconds=cpu,
-      wall_seconds=wall, first_train_seconds=first_train_seconds)),
-        flush=True)
+      wall_seconds=wall, first_train_seconds=first_train_seconds,
+      cpu_ms_per_iteration=milliseconds)), flush=True)
 
 
 def _run_child(args):
@@ -274,6 +312,11 @@ def child_components(repeats):
   numpy_policy = run_kit.NumpyPolicy(policy, num_envs)
   traced(time_step, ())
   numpy_policy.action(time_step, ())
+  flat = [tf.constant(x) for x in tf.nest.flatten(time_step)]
+  trivial = tf.function(lambda *inputs: inputs[0] + 1).get_concrete_function(
+      *flat)
+  results['a trivial concrete function call (for scale)'] = per_step(
+      lambda: [trivial(*flat) for _ in range(steps)])
   results['collect policy as tf.function'] = per_step(
       lambda: [tf.nest.map_structure(lambda t: t.numpy(),
                                      traced(time_step, ()))
@@ -308,12 +351,19 @@ def report_pairs(title, pairs, repeats, warmup, iterations):
             f'call done {result["first_train_seconds"]:.1f} s after start',
             flush=True)
   print(f'\n{title} (median of {repeats})')
-  print('| loop | env steps / CPU-s | env steps / s | start -> first train done (s) |')
-  print('|---|---|---|---|')
+  print('| loop | env steps / CPU-s | env steps / s | start -> first train '
+        'done (s) | CPU ms per iteration: collect / train (its preprocessing) |')
+  print('|---|---|---|---|---|')
   for label, _, _ in pairs:
+    split = {name: statistics.median(r['cpu_ms_per_iteration'][name]
+                                     for r in results[label])
+             for name in results[label][0]['cpu_ms_per_iteration']}
+    preprocessing = split['preprocess (in train)']
     print(f'| {label} | {_fmt(_median(results[label], "steps_per_cpu_second"))} '
           f'| {_fmt(_median(results[label], "steps_per_second"))} '
-          f'| {_fmt(_median(results[label], "first_train_seconds"), ".1f")} |')
+          f'| {_fmt(_median(results[label], "first_train_seconds"), ".1f")} '
+          f'| {split["collect"]:.0f} / {split["train"]:.0f}'
+          + (f' ({preprocessing:.0f})' if preprocessing else '') + ' |')
   first, second = pairs[0][0], pairs[1][0]
   ratio = (_median(results[first], 'steps_per_cpu_second') /
            _median(results[second], 'steps_per_cpu_second'))
@@ -372,8 +422,10 @@ def main():
           f'| {_fmt(_median(runs, "solved_at_env_step"))} |\n', flush=True)
   if 'steady' in measures:
     report_pairs('PPO CartPole, steady', [
-        ('ours', CARTPOLE_GIN, 'ours'), ('stock TF-Agents', CARTPOLE_GIN,
-                                         'stock')],
+        ('ours', CARTPOLE_GIN, 'ours'),
+        ('stock TF-Agents', CARTPOLE_GIN, 'stock'),
+        ('ours with TF default threads', CARTPOLE_GIN,
+         'ours_default_threads')],
         args.repeats, args.warmup, args.iterations)
   if 'rnd' in measures:
     for task, (rnd_gin, twin_gin) in RND_TASKS.items():
