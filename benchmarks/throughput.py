@@ -15,17 +15,19 @@ seconds are printed too, with the load average before and after.
   stopped there.
 * `steady`: env steps per CPU-second of PPO on CartPole
   (gin/ppo/cartpole.gin's hyperparameters) once start-up is over:
-  `ours` is the loop of `on_policy.train_eval` (GymnasiumBatch,
-  RolloutCollector, EpochLoopPPOClipAgent, the gin file's `tf_threads`),
+  `ours` is the loop of `on_policy.train_eval` (RolloutCollector over a
+  GymnasiumBatch, EpochLoopPPOClipAgent, the gin file's `tf_threads`),
   also shown with TensorFlow's default thread pools; `stock` is TF-Agents' own
   pieces with the same hyperparameters: PPOClipAgent, a
   TFPyEnvironment over a BatchedPyEnvironment, DynamicStepDriver into a
   TFUniformReplayBuffer, `gather_all`, `clear`. Both also report the
   seconds from process start to the end of the first train call.
 * `components`: CPU microseconds per batched step of 8 CartPoles:
-  TF-Agents' BatchedPyEnvironment vs our GymnasiumBatch vs a
-  TFPyEnvironment stepped inside a tf.function (the old loop's bridge),
-  and the PPO collect policy called as a tf.function vs `NumpyPolicy`.
+  TF-Agents' BatchedPyEnvironment vs our GymnasiumBatch, each stepped
+  from Python and through a TFPyEnvironment inside a tf.function loop; a
+  trivial function call for scale; the PPO collect policy called from
+  Python once per step vs the collector's one traced loop of policy and
+  env step.
 * `rnd`: env steps per CPU-second of RND-PPO and its PPO twin (both with
   our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
   and gin/ppo/<task>.gin).
@@ -252,12 +254,14 @@ def child_components(repeats):
   from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
   from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
   from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
-  from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
 
   runner.parse_gin([os.path.join(REPO_ROOT, CARTPOLE_GIN)], [])
+  run_kit.set_tf_threads(
+      gin.query_parameter('on_policy.train_eval.tf_threads'))
   env_loader = gin.query_parameter(
       'on_policy.train_eval.env_loader').scoped_configurable_fn
   agent_fn = gin.query_parameter(
@@ -287,19 +291,23 @@ def child_components(repeats):
     environment.reset()
     results[name] = per_step(
         lambda env=environment: [env.step(a) for a in actions])
-  tf_env = tf_py_environment.TFPyEnvironment(
-      batched_py_environment.BatchedPyEnvironment(envs(),
-                                                  multithreading=False))
   tf_actions = tf.constant(actions)
+  for name, py_environment in (
+      ('TFPyEnvironment(BatchedPyEnvironment) step in a tf.function loop',
+       batched_py_environment.BatchedPyEnvironment(envs(),
+                                                   multithreading=False)),
+      ('TFPyEnvironment(GymnasiumBatch) step in a tf.function loop',
+       batched.GymnasiumBatch(envs()))):
+    tf_env = tf_py_environment.TFPyEnvironment(py_environment)
 
-  @tf.function
-  def tf_loop():
-    for t in tf.range(steps):
-      tf_env.step(tf_actions[t])
+    @tf.function
+    def tf_loop(tf_env=tf_env):
+      for t in tf.range(steps):
+        tf_env.step(tf_actions[t])
 
-  tf_env.reset()
-  tf_loop()
-  results['TFPyEnvironment step in a tf.function'] = per_step(tf_loop)
+    tf_env.reset()
+    tf_loop()
+    results[name] = per_step(tf_loop)
 
   environment = batched.GymnasiumBatch(envs())
   agent = agent_fn(
@@ -308,21 +316,19 @@ def child_components(repeats):
       train_step_counter=tf.Variable(0, dtype=tf.int64))
   time_step = environment.reset()
   policy = agent.collect_policy
-  traced = tfa_common.function(policy.action, autograph=False)
-  numpy_policy = run_kit.NumpyPolicy(policy, num_envs)
-  traced(time_step, ())
-  numpy_policy.action(time_step, ())
   flat = [tf.constant(x) for x in tf.nest.flatten(time_step)]
   trivial = tf.function(lambda *inputs: inputs[0] + 1).get_concrete_function(
       *flat)
   results['a trivial concrete function call (for scale)'] = per_step(
       lambda: [trivial(*flat) for _ in range(steps)])
-  results['collect policy as tf.function'] = per_step(
-      lambda: [tf.nest.map_structure(lambda t: t.numpy(),
-                                     traced(time_step, ()))
-               for _ in range(steps)])
-  results['collect policy as NumpyPolicy'] = per_step(
+  numpy_policy = run_kit.NumpyPolicy(policy, num_envs)
+  numpy_policy.action(time_step, ())
+  results['collect policy called from Python (NumpyPolicy)'] = per_step(
       lambda: [numpy_policy.action(time_step, ()) for _ in range(steps)])
+  collector = on_policy.RolloutCollector(environment, policy, steps)
+  collector.collect()
+  results['collect policy + GymnasiumBatch step in one traced loop '
+          '(RolloutCollector)'] = per_step(collector.collect)
   print(json.dumps(results), flush=True)
 
 

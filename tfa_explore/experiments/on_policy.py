@@ -1,13 +1,11 @@
 """The on-policy experiment loop (PPO and its RND variant).
 
 One iteration: a `RolloutCollector` steps `num_envs` batched environments
-for `rollout_length` steps each (the env in numpy, the collect policy in
-one traced call per step), the train metrics see the rollout in one traced
-call, and `agent.train` runs on the whole [num_envs, rollout_length] batch.
-The rollout goes from numpy arrays straight to `train`: no replay buffer
-and no `py_function` bridge per env step (docs/performance.md measures
-what each costs). Reverb only pays off when actors and learner live in
-different processes.
+for `rollout_length` steps each in one traced call (policy, env bridge and
+metrics in a graph loop), and `agent.train` runs on the whole
+[num_envs, rollout_length] batch it returns: no replay buffer in between
+(docs/performance.md measures what each piece costs). Reverb only pays
+off when actors and learner live in different processes.
 
 Everything `train_eval` builds is checkpointed (agent with its networks,
 optimizer and normalizers, train step, env step and episode counters,
@@ -22,6 +20,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.environments import py_environment
+from tf_agents.environments import tf_py_environment
 from tf_agents.eval import metric_utils
 from tf_agents.metrics import tf_metrics
 from tf_agents.specs import tensor_spec
@@ -182,69 +181,80 @@ def train_eval(
 class RolloutCollector:
   """Steps a batched PyEnvironment with a TF policy, `rollout_length` steps.
 
-  The env steps in numpy and the policy runs as one traced call per step,
-  as TF-Agents' `PyDriver` does; a `tf.function` loop over a
-  `TFPyEnvironment` instead pays a `py_function` bridge per step and
-  TF-Agents' per-env `TimeStep` building (docs/performance.md). The
-  policy state and the current time step carry over between rollouts, so
-  episodes run across iteration boundaries.
+  The whole rollout is one traced call: a graph loop over the policy, the
+  env step (the `TFPyEnvironment` bridge to the batched py env) and the
+  observers, writing each step into `TensorArray`s. On our CPUs a graph
+  loop costs less per step than calling a traced policy from Python once
+  per step, and the env's own cost is what `GymnasiumBatch` cut
+  (docs/performance.md measures both). The policy state and the current
+  time step carry over between rollouts, so episodes run across
+  iteration boundaries.
   """
 
   def __init__(self, environment: py_environment.PyEnvironment, policy,
                rollout_length: int, observers=()):
-    """Creates the collector.
+    """Creates the collector (traced at its first `collect`).
 
     Args:
       environment: A batched PyEnvironment (`batched.make_batched_env`).
       policy: A TF policy, e.g. `agent.collect_policy`.
       rollout_length: Steps per env per `collect` call.
       observers: Callables on a `[num_envs]` Trajectory, e.g. TF-Agents
-        metrics; they see every step of a rollout in one traced call.
+        metrics, called at every step.
     """
-    self._environment = environment
+    self._py_environment = environment
+    self._environment = tf_py_environment.TFPyEnvironment(environment)
+    self._policy = policy
     self._rollout_length = rollout_length
     self._observers = list(observers)
-    self._numpy_policy = run_kit.NumpyPolicy(policy, environment.batch_size)
-    self._observe = common.function(self._observe_rollout, autograph=True)
+    self._collect = common.function(self._collect_rollout, autograph=False)
+    self._time_step = None
     self._policy_state = None
 
-  def _observe_rollout(self, experience):
-    for t in tf.range(self._rollout_length):
-      step = tf.nest.map_structure(lambda x: x[:, t], experience)
+  def _collect_rollout(self, time_step, policy_state):
+    # An explicit while_loop, traced without autograph: autograph would
+    # convert the policy's and TF-Probability's code, which takes seconds.
+    def step(t, time_step, policy_state, arrays):
+      action_step = self._policy.action(time_step, policy_state)
+      next_time_step = self._environment.step(action_step.action)
+      transition = trajectory.from_transition(time_step, action_step,
+                                              next_time_step)
       for observer in self._observers:
-        observer(step)
+        observer(transition)
+      arrays = tf.nest.map_structure(lambda array, x: array.write(t, x),
+                                     arrays, transition)
+      return t + 1, next_time_step, action_step.state, arrays
+
+    arrays = tf.nest.map_structure(
+        lambda spec: tf.TensorArray(spec.dtype, size=self._rollout_length),
+        self._policy.trajectory_spec)
+    _, time_step, policy_state, arrays = tf.while_loop(
+        lambda t, *_: t < self._rollout_length, step,
+        (tf.constant(0), time_step, policy_state, arrays))
+    # [T, num_envs, ...] -> [num_envs, T, ...], the layout `train` takes.
+    experience = tf.nest.map_structure(
+        lambda array: _swap_leading_axes(array.stack()), arrays)
+    return experience, time_step, policy_state
 
   def collect(self) -> trajectory.Trajectory:
     """One rollout: a `[num_envs, rollout_length]` Trajectory of tensors."""
-    environment = self._environment
-    if self._policy_state is None:
-      self._policy_state = self._numpy_policy.get_initial_state()
-    try:
-      # Where the last rollout, or a pre-training warm-up, left the env.
-      time_step = environment.current_time_step()
-    except ValueError:  # Never stepped: PyEnvironment has no time step yet.
-      time_step = environment.reset()
-    policy_state = self._policy_state
-    steps = []
-    for _ in range(self._rollout_length):
-      action_step = self._numpy_policy.action(time_step, policy_state)
-      next_time_step = environment.step(action_step.action)
-      steps.append(trajectory.Trajectory(
-          step_type=time_step.step_type,
-          observation=time_step.observation,
-          action=action_step.action,
-          policy_info=action_step.info,
-          next_step_type=next_time_step.step_type,
-          reward=next_time_step.reward,
-          discount=next_time_step.discount))
-      time_step = next_time_step
-      policy_state = action_step.state
-    self._policy_state = policy_state
-    experience = tf.nest.map_structure(
-        lambda *parts: tf.convert_to_tensor(np.stack(parts, axis=1)), *steps)
-    if self._observers:
-      self._observe(experience)
+    if self._time_step is None:
+      try:
+        # Where a pre-training warm-up left the env.
+        self._time_step = tf.nest.map_structure(
+            tf.convert_to_tensor, self._py_environment.current_time_step())
+      except ValueError:  # Never stepped: PyEnvironment has no time step.
+        self._time_step = self._environment.reset()
+      self._policy_state = self._policy.get_initial_state(
+          self._environment.batch_size)
+    experience, self._time_step, self._policy_state = self._collect(
+        self._time_step, self._policy_state)
     return experience
+
+
+def _swap_leading_axes(tensor):
+  rank = tensor.shape.rank
+  return tf.transpose(tensor, [1, 0] + list(range(2, rank)))
 
 
 class _TrainMetrics:

@@ -218,10 +218,11 @@ def success_rate(episode_returns, threshold: float) -> float:
 class NumpyPolicy:
   """A TF policy's `action` on numpy batches, as one concrete function.
 
-  A `tf.function` call matches its arguments' structure against its traces
-  on every call, which costs more than the small graph of a collect policy
-  (docs/performance.md). This traces once, on the first call, for flat
-  tensors of a fixed batch size, and returns numpy.
+  Traced once, at the first call, for flat tensors of a fixed batch size
+  (no retracing whatever the caller's nest types); returns numpy. For
+  loops that step a py env from Python, e.g. the evaluator. Collection
+  does better with the whole rollout in one traced loop
+  (`on_policy.RolloutCollector`, docs/performance.md).
   """
 
   def __init__(self, policy, batch_size: int):
