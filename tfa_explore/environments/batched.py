@@ -207,6 +207,19 @@ class GymnasiumBatch(py_environment.PyEnvironment):
       env.close()
 
 
+def current_time_step(environment: py_environment.PyEnvironment):
+  """Where `environment` stands: its current time step, or a reset.
+
+  A PyEnvironment that was never stepped raises from `current_time_step`;
+  this resets it instead, so a loop can continue where a warm-up (or an
+  earlier loop) left the env, or start it.
+  """
+  try:
+    return environment.current_time_step()
+  except ValueError:  # Never stepped: the PyEnvironment has no time step.
+    return environment.reset()
+
+
 def last_infos(batched_env: py_environment.PyEnvironment):
   """Gymnasium info dicts of the last step of each env in a batch.
 

@@ -239,12 +239,10 @@ class RolloutCollector:
   def collect(self) -> trajectory.Trajectory:
     """One rollout: a `[num_envs, rollout_length]` Trajectory of tensors."""
     if self._time_step is None:
-      try:
-        # Where a pre-training warm-up left the env.
-        self._time_step = tf.nest.map_structure(
-            tf.convert_to_tensor, self._py_environment.current_time_step())
-      except ValueError:  # Never stepped: PyEnvironment has no time step.
-        self._time_step = self._environment.reset()
+      # Where a pre-training warm-up left the env, or a reset.
+      self._time_step = tf.nest.map_structure(
+          tf.convert_to_tensor,
+          batched.current_time_step(self._py_environment))
       self._policy_state = self._policy.get_initial_state(
           self._environment.batch_size)
     experience, self._time_step, self._policy_state = self._collect(

@@ -11,6 +11,8 @@ from tf_agents.environments import py_environment
 from tf_agents.policies import random_tf_policy
 from tf_agents.specs import array_spec
 
+from tfa_explore.environments import batched
+
 
 @gin.configurable(denylist=['agent', 'environment'])
 def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
@@ -58,10 +60,7 @@ def _warm_up_numpy(environment, update, num_steps):
   batch_size = environment.batch_size if environment.batched else None
   outer_dims = (batch_size,) if batch_size else ()
   rng = np.random.RandomState(np.random.randint(2**31 - 1))
-  try:
-    environment.current_time_step()
-  except ValueError:  # Never stepped: PyEnvironment has no time step yet.
-    environment.reset()
+  batched.current_time_step(environment)  # resets a never-stepped env
   for _ in range(num_steps):
     action = array_spec.sample_spec_nest(environment.action_spec(), rng,
                                          outer_dims=outer_dims)
