@@ -1,9 +1,12 @@
 """The errors an experiment reports to the user, and how to recognise them.
 
 Kept apart from `runner` (the binaries' gin handling) so that library code
-such as the R2D3 replay strategy can raise a `ConfigError` without
-importing the command-line layer.
+such as the R2D3 replay strategy, the run kit or the gymnasium suite can
+raise a `ConfigError` without importing the command-line layer (this
+module imports nothing).
 """
+
+import re
 
 # Exit code of a binary whose configuration cannot run (absl uses 1 for
 # crashes, argparse-style usage errors use 2).
@@ -11,7 +14,22 @@ CONFIG_ERROR_EXIT_CODE = 2
 
 
 class ConfigError(Exception):
-  """A gin configuration that cannot run: bad file, binding or value."""
+  """A run that cannot start as configured; the user must fix something.
+
+  A bad gin file, binding or value, or a bad input the configuration names
+  (root_dir, env id, demonstration file). The binaries print its message
+  as one `ERROR:` line and exit with `CONFIG_ERROR_EXIT_CODE`, without a
+  traceback (`--verbose` shows it), so the message must say what is wrong
+  and where (the gin parameter, the path).
+  """
+
+
+class RunDirectoryError(ConfigError):
+  """root_dir cannot hold this run.
+
+  Another live run holds it (`run_lock`), it cannot be written, or none of
+  its checkpoints loads.
+  """
 
 
 def is_missing_binding(error: BaseException) -> bool:
@@ -23,3 +41,20 @@ def is_missing_binding(error: BaseException) -> bool:
   """
   return (isinstance(error, RuntimeError) and
           'Required bindings for' in str(error))
+
+
+# The line gin appends to an exception's message for every configurable
+# the exception passes through, e.g. "\n  In call to configurable 'load'
+# (<function load at 0x7f...>)".
+_GIN_CALL_LINE = re.compile(r"\n\s*In call to configurable '[^']*' \([^\n]*\)")
+
+
+def user_message(error: BaseException) -> str:
+  """`error`'s message without gin's "In call to configurable" lines.
+
+  Those lines name Python functions and addresses, which tell a user
+  nothing the message (naming the gin parameter) does not; without them
+  the message of a `ConfigError` raised inside a configurable is its one
+  line again.
+  """
+  return _GIN_CALL_LINE.sub('', str(error)).strip()
