@@ -1,5 +1,10 @@
 """The run kit both loops share: Adam's state survives a resume, eval, progress.
 
+Also what a resume must survive: a damaged newest checkpoint (the next
+older one loads, with a warning), a rerun of a finished run (its final
+evaluation is returned, not made again), and a second run on the same
+root_dir (refused while the first holds it).
+
 A resume restores the optimizer through TF's deferred restoration (no
 access to the optimizer): its slot variables are filled from the
 checkpoint when the first `apply_gradients` creates them. The tests run
@@ -10,6 +15,7 @@ checkpoint's values; then they resume the loop itself and count Adam's
 iterations.
 """
 
+import glob
 import os
 
 from absl.testing import absltest
@@ -19,10 +25,13 @@ import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 from tf_agents.specs import tensor_spec
 
+from tfa_explore.experiments import errors
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner
 import test_r2d2_experiment
+import test_run_lock
+import test_train_eval
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
@@ -157,12 +166,75 @@ class R2D2ResumeTest(_TestCase):
 
 class CheckpointerTest(_TestCase):
 
-  def checkpointer(self, root_dir, env_steps, train_step):
+  def checkpointer(self, root_dir, env_steps, train_step, max_to_keep=2,
+                   **checkpointed):
     env_steps = tf.Variable(env_steps, dtype=tf.int64)
     train_step = tf.Variable(train_step, dtype=tf.int64)
     return run_kit.Checkpointer(
         run_kit.RunDirectory(root_dir), env_steps, policies={},
-        train_step=train_step, max_to_keep=2, env_steps=env_steps)
+        train_step=train_step, max_to_keep=max_to_keep, env_steps=env_steps,
+        **checkpointed)
+
+  def save_three(self, root_dir):
+    """Checkpoints at env steps 100, 200, 300; the weights are step / 100."""
+    weights = tf.Variable(tf.zeros([500]))
+    checkpointer = self.checkpointer(root_dir, 0, 0, max_to_keep=3,
+                                     weights=weights)
+    for step in (100, 200, 300):
+      weights.assign(tf.fill([500], step / 100.0))
+      checkpointer._env_steps.assign(step)  # pylint: disable=protected-access
+      checkpointer.save()
+    return [os.path.join(root_dir, 'checkpoints', f'ckpt-{step}')
+            for step in (100, 200, 300)]
+
+  def test_a_damaged_newest_checkpoint_is_skipped_not_deleted(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'damaged')
+    paths = self.save_three(root_dir)
+    (data_file,) = glob.glob(paths[2] + '.data-*')
+    with open(data_file, 'r+b') as f:
+      f.truncate(os.path.getsize(data_file) // 2)  # A copy cut short.
+
+    weights = tf.Variable(tf.zeros([500]))
+    resumed = self.checkpointer(root_dir, 0, 0, max_to_keep=3,
+                                weights=weights)
+    with self.assertLogs('absl', level='WARNING') as logs:
+      self.assertTrue(resumed.restore())
+    self.assertAllEqual(weights.numpy(), np.full([500], 2.0))
+    self.assertEqual(int(resumed._env_steps), 200)  # pylint: disable=protected-access
+    (warning,) = logs.records
+    self.assertIn(f'Skipping checkpoint {paths[2]}', warning.getMessage())
+    self.assertIn('Read less bytes than requested', warning.getMessage())
+    self.assertTrue(os.path.exists(data_file))
+
+  def test_no_checkpoint_loads_names_the_directory(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'all_damaged')
+    for path in self.save_three(root_dir):
+      (data_file,) = glob.glob(path + '.data-*')
+      with open(data_file, 'r+b') as f:
+        f.seek(os.path.getsize(data_file) // 2)
+        f.write(b'\xff' * 16)  # Flipped bytes: the tensors' CRCs fail.
+    resumed = self.checkpointer(root_dir, 0, 0, max_to_keep=3,
+                                weights=tf.Variable(tf.zeros([500])))
+    with self.assertLogs('absl', level='WARNING') as logs:
+      with self.assertRaisesRegex(
+          errors.RunDirectoryError,
+          f'No checkpoint in {os.path.join(root_dir, "checkpoints")} loads '
+          r'\(ckpt-300: .*Checksum does not match.*ckpt-100: '):
+        resumed.restore()
+    self.assertLen(logs.records, 3)
+
+  def test_the_final_eval_is_stored_with_the_checkpoint(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'final_eval')
+    first = self.checkpointer(root_dir, env_steps=500, train_step=7)
+    self.assertIsNone(first.final_eval(500))
+    results = {'AverageReturn': 1.25, 'EnvironmentSteps': 500}
+    self.assertTrue(first.record_final_eval(results))
+    self.assertFalse(first.record_final_eval(dict(results)))  # Unchanged.
+    first.save()
+    resumed = self.checkpointer(root_dir, env_steps=0, train_step=0)
+    resumed.restore()
+    self.assertEqual(resumed.final_eval(500), results)
+    self.assertIsNone(resumed.final_eval(600))  # Another run's end.
 
   def test_a_resume_says_once_from_which_step(self):
     root_dir = os.path.join(self.get_temp_dir(), 'resume')
@@ -176,6 +248,75 @@ class CheckpointerTest(_TestCase):
     self.assertEqual(
         [record.getMessage() for record in logs.records],
         ['Resumed from checkpoint at env step 12,000 (train step 300).'])
+
+
+class RunDirectoryTest(_TestCase):
+
+  def test_holds_root_dir_until_released(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'locked')
+    run = run_kit.RunDirectory(root_dir)
+    self.assertFalse(test_run_lock.is_free(root_dir))
+    run.release()
+    self.assertTrue(test_run_lock.is_free(root_dir))
+    run.release()  # Twice is harmless.
+    # The next run in the same process.
+    run_kit.RunDirectory(root_dir).release()
+
+  def test_an_unwritable_root_dir_is_named(self):
+    parent_file = os.path.join(self.get_temp_dir(), 'a_file')
+    with open(parent_file, 'w') as f:
+      f.write('not a directory')
+    with self.assertRaisesRegex(errors.RunDirectoryError,
+                                f'{parent_file}/run cannot be written'):
+      run_kit.RunDirectory(os.path.join(parent_file, 'run'))
+
+
+class RerunTest(_TestCase):
+  """A finished run, run again: no second eval; a resume: no start-up rate."""
+
+  def run_ppo(self, root_dir, *bindings):
+    gin.clear_config()
+    return runner.run(root_dir, [CARTPOLE_GIN], SMALL_PPO + bindings)
+
+  def test_a_rerun_returns_the_final_eval_and_writes_none(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'rerun')
+    # The iteration that crosses 64 env steps ends the run, and the loop
+    # itself evaluates and checkpoints there, so `finish` stores the eval
+    # in a second save of that checkpoint.
+    intervals = ('on_policy.train_eval.eval_interval = 64',
+                 'on_policy.train_eval.checkpoint_interval = 64')
+    first = self.run_ppo(root_dir, *intervals)
+    last_step = first['EnvironmentSteps']
+    self.assertGreaterEqual(last_step, 64)
+    checkpoint_files = sorted(os.listdir(os.path.join(root_dir,
+                                                      'checkpoints')))
+
+    second = self.run_ppo(root_dir, *intervals)
+    self.assertEqual(second, first)
+    eval_events = test_train_eval.read_events(os.path.join(root_dir, 'eval'))
+    for tag in ('Metrics/AverageReturn', 'Metrics/AverageEpisodeLength'):
+      self.assertEqual([step for step, _ in eval_events[tag]], [last_step],
+                       tag)
+    self.assertEqual(
+        sorted(os.listdir(os.path.join(root_dir, 'checkpoints'))),
+        checkpoint_files)
+
+    # A larger budget resumes; its first progress line (after its first
+    # iteration) times nothing yet: no rate and no ETA.
+    with self.assertLogs('absl', level='INFO') as logs:
+      third = self.run_ppo(root_dir, 'NUM_ENV_STEPS = 128',
+                           'on_policy.train_eval.log_interval = 32')
+    lines = [record.getMessage() for record in logs.records
+             if record.getMessage().startswith('env steps ')]
+    self.assertGreaterEqual(len(lines), 2)
+    self.assertNotIn('env steps/s', lines[0])
+    self.assertTrue(lines[0].endswith('| rate and ETA from the next line'),
+                    lines[0])
+    self.assertIn('env steps/s', lines[1])
+    eval_events = test_train_eval.read_events(os.path.join(root_dir, 'eval'))
+    self.assertEqual(
+        [step for step, _ in eval_events['Metrics/AverageReturn']],
+        [last_step, third['EnvironmentSteps']])
 
 
 class EvaluatorTest(_TestCase):

@@ -4,24 +4,27 @@ Both loops (`on_policy.train_eval` and the R2D2 family's learner) build
 their run from these pieces, so a run directory, a resume, an evaluation
 and a progress line look the same whatever the agent:
 
-* `RunDirectory`: the layout of root_dir, its summary writers and the
-  operative gin config;
+* `RunDirectory`: the layout of root_dir, its lock (one run at a time,
+  `run_lock`), its summary writers and the operative gin config;
 * `Checkpointer`: `tf.train` checkpoints of everything the loop names, the
-  resume from the latest one, and the policy export that goes with every
-  checkpoint;
+  resume from the newest one that loads, and the policy export that goes
+  with every checkpoint;
 * `Evaluator`: greedy episodes, one per eval env, from a policy state it
   owns (recurrent policies start every evaluation from their initial
   state);
 * `ProgressLog`: the progress line (rate and ETA of the last interval,
   never of start-up);
 * `crossed` and `finish`: the interval test of every loop, and the final
-  evaluation and checkpoint of a run.
+  evaluation and checkpoint of a run (stored in the checkpoint, so a rerun
+  of a finished run returns it rather than evaluating again).
 
 root_dir layout:
 
+    run.lock               held by the live run (`run_lock`); never delete it
     operative_config.gin   gin's operative config (also a TensorBoard text)
     train/  eval/          TensorBoard summaries
-    checkpoints/           tf.train checkpoints; a resume reads the latest
+    checkpoints/           tf.train checkpoints; a resume reads the newest
+                           one that loads
     policies/greedy_policy, policies/collect_policy   PolicySaver exports
 
 Optimizer state. A Keras optimizer creates its slot variables (Adam's
@@ -34,9 +37,13 @@ after a resume of each loop).
 Atomicity. TF writes a checkpoint's files under temporary names and then
 rewrites the `checkpoint` state file atomically; exports and the operative
 config are written to a temporary name and renamed (`utils.files`), so a
-killed run leaves the last complete checkpoint and export readable.
+killed run leaves the last complete checkpoint and export readable. Files
+can still be damaged after the fact (a full disk, a copy cut short): a
+resume reads every value of a checkpoint before restoring it and falls back
+to the next older one, leaving the damaged one where it is.
 """
 
+import json
 import os
 import time
 from typing import Any, Callable, Dict, Mapping, Optional
@@ -48,6 +55,8 @@ import tensorflow as tf
 from tf_agents.policies import policy_saver
 
 from tfa_explore.environments import batched
+from tfa_explore.experiments import errors
+from tfa_explore.experiments import run_lock
 from tfa_explore.utils import files
 from tfa_explore.utils import summaries
 
@@ -108,10 +117,18 @@ def format_duration(seconds: float) -> str:
 
 
 class RunDirectory:
-  """root_dir: its paths, summary writers and operative config."""
+  """root_dir: its lock, paths, summary writers and operative config."""
 
   def __init__(self, root_dir: str):
+    """Takes root_dir for this run (creating it) and opens its writers.
+
+    Raises:
+      errors.RunDirectoryError: another run holds root_dir, or it cannot be
+        written (`run_lock.RunLock.acquire`).
+    """
     self.root_dir = os.path.abspath(os.path.expanduser(root_dir))
+    # First, before anything writes there.
+    self._lock = run_lock.RunLock(self.root_dir).acquire()
     self.train_writer = tf.summary.create_file_writer(
         self.path(TRAIN_DIR), flush_millis=_FLUSH_MILLIS)
     self.eval_writer = tf.summary.create_file_writer(
@@ -133,6 +150,15 @@ class RunDirectory:
   def flush(self) -> None:
     self.train_writer.flush()
     self.eval_writer.flush()
+
+  def release(self) -> None:
+    """Flushes, and lets another run have root_dir (`finish` calls it).
+
+    The writers stay open: the R2D2 learner writes its last summaries
+    after `finish`.
+    """
+    self.flush()
+    self._lock.release()
 
 
 class Checkpointer:
@@ -161,7 +187,13 @@ class Checkpointer:
     self._run = run
     self._env_steps = step_counter
     self._train_step = train_step
+    # JSON of the evaluation `finish` made at the run's last env step, so
+    # that a rerun of a finished run returns it instead of evaluating (and
+    # writing eval/ values) again; '' until a run finished.
+    self._final_eval = tf.Variable('', dtype=tf.string, trainable=False,
+                                   name='final_eval')
     self._checkpoint = tf.train.Checkpoint(train_step=train_step,
+                                           final_eval=self._final_eval,
                                            **checkpointed)
     self._manager = tf.train.CheckpointManager(
         self._checkpoint, run.path(CHECKPOINT_DIR), max_to_keep=max_to_keep,
@@ -175,22 +207,47 @@ class Checkpointer:
     return self._manager.latest_checkpoint
 
   def restore(self) -> bool:
-    """Restores the latest checkpoint, if any; True if it did.
+    """Restores the newest checkpoint that loads, if any; True if it did.
 
-    Optimizer slots are restored when the optimizer creates them (module
-    doc).
+    Every value of a checkpoint is read before it is restored, because
+    `tf.train.Checkpoint.restore` defers the values of objects that do not
+    exist yet (optimizer slots: module doc) and would meet a damaged file
+    only then, mid-training. A checkpoint that does not load is skipped
+    with a WARNING naming it and the reason, and left on disk.
+
+    Raises:
+      errors.RunDirectoryError: there are checkpoints, but none loads.
     """
-    latest = self._manager.latest_checkpoint
-    if latest is None:
+    checkpoints = self._manager.checkpoints[::-1]  # Newest first.
+    if not checkpoints:
       return False
-    self._checkpoint.restore(latest)
-    logging.info('Resumed from checkpoint at env step %s (train step %s).',
-                 f'{int(self._env_steps):,}', f'{int(self._train_step):,}')
-    return True
+    reasons = []
+    for path in checkpoints:
+      try:
+        _read_every_value(path)
+        self._checkpoint.restore(path)
+      except _DAMAGED_CHECKPOINT_ERRORS as e:
+        reason = _first_line(e)
+        reasons.append(f'{os.path.basename(path)}: {reason}')
+        logging.warning('Skipping checkpoint %s, which does not load (%s: '
+                        '%s); it stays on disk. Trying the next older one.',
+                        path, type(e).__name__, reason)
+        continue
+      logging.info('Resumed from checkpoint at env step %s (train step %s).',
+                   f'{int(self._env_steps):,}', f'{int(self._train_step):,}')
+      return True
+    raise errors.RunDirectoryError(
+        f'No checkpoint in {self._run.path(CHECKPOINT_DIR)} loads ('
+        f'{"; ".join(reasons)}). Move that directory aside to start the run '
+        'afresh.')
 
-  def save(self) -> None:
+  def save(self, export_policies: bool = True) -> None:
     """A checkpoint at the current env step, then the policy exports."""
     self._manager.save(checkpoint_number=self._env_steps)
+    if not export_policies:
+      logging.info('Checkpoint saved at env step %s.',
+                   f'{int(self._env_steps):,}')
+      return
     for name, saver in self._savers.items():
       with files.atomic_directory(
           self._run.path(POLICY_DIR, name)) as tmp_dir:
@@ -198,9 +255,49 @@ class Checkpointer:
     logging.info('Checkpoint and policies saved at env step %s.',
                  f'{int(self._env_steps):,}')
 
+  def final_eval(self, env_steps: int) -> Optional[Dict[str, float]]:
+    """The final evaluation of a run that ended at `env_steps`, if stored.
+
+    Set by `record_final_eval` and restored with the checkpoint; None if
+    the restored run did not finish at `env_steps`.
+    """
+    text = self._final_eval.numpy().decode('utf-8')
+    if not text:
+      return None
+    results = json.loads(text)
+    return results if results.get('EnvironmentSteps') == env_steps else None
+
+  def record_final_eval(self, results: Mapping[str, float]) -> bool:
+    """Stores `results` in the next checkpoint; True if they changed."""
+    text = json.dumps(dict(results), sort_keys=True)
+    if self._final_eval.numpy().decode('utf-8') == text:
+      return False
+    self._final_eval.assign(text)
+    return True
+
   def saved_at(self, env_steps: int) -> bool:
     latest = self._manager.latest_checkpoint
     return latest is not None and latest.endswith(f'-{env_steps}')
+
+
+# What reading a damaged checkpoint raises: a short .data file gives
+# IndexError('Read less bytes than requested'), a flipped byte DataLossError
+# (an OpError: TF stores a CRC of every tensor), a short or missing .index
+# file an OpError; a value that no longer fits its variable ValueError.
+_DAMAGED_CHECKPOINT_ERRORS = (tf.errors.OpError, IndexError, ValueError,
+                              OSError)
+
+
+def _read_every_value(checkpoint_path: str) -> None:
+  """Reads every tensor of a checkpoint; raises if any does not load."""
+  reader = tf.train.load_checkpoint(checkpoint_path)
+  for key in reader.get_variable_to_dtype_map():
+    reader.get_tensor(key)
+
+
+def _first_line(error: BaseException) -> str:
+  lines = str(error).strip().splitlines()
+  return lines[0] if lines else repr(error)
 
 
 def success_rate(episode_returns, threshold: float) -> float:
@@ -439,15 +536,27 @@ def finish(evaluator: Evaluator,
            last_eval: Optional[Dict[str, float]]) -> Dict[str, float]:
   """The end of a run: an eval and a checkpoint at its last env step.
 
-  Either is skipped if the loop already did it at this step.
+  Either is skipped if already done at this step: by the loop, or by an
+  earlier run that ended here. The final evaluation is stored in the
+  checkpoint, so a rerun of a finished run (which resumes at its last step
+  and runs no iteration) returns that evaluation and writes nothing: no
+  second, different eval value at the same step. Then root_dir is released
+  for the next run (`RunDirectory.release`).
 
   Returns:
     The final evaluation.
   """
   if last_eval is None or last_eval['EnvironmentSteps'] != env_steps:
+    last_eval = checkpointer.final_eval(env_steps)
+  if last_eval is None:
     last_eval = evaluator(env_steps)
+  changed = checkpointer.record_final_eval(last_eval)
   if not checkpointer.saved_at(env_steps):
     checkpointer.save()
-  run.flush()
+  elif changed:
+    # The loop saved at this step before this evaluation was stored; the
+    # exports of this step are already written.
+    checkpointer.save(export_policies=False)
   evaluator.close()
+  run.release()
   return last_eval
