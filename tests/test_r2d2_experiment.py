@@ -20,6 +20,7 @@ import reverb
 import tensorflow as tf
 # Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
 import tensorflow_probability  # pylint: disable=unused-import
+from tf_agents.specs import array_spec
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
@@ -272,6 +273,19 @@ class ErrorsTest(_TestCase):
       settings.agent_fn(time_step_spec=time_step_spec,
                         action_spec=continuous,
                         train_step_counter=tf.Variable(0, dtype=tf.int64))
+
+  def test_continuous_env_is_refused_before_anything_starts(self):
+    settings = self.settings()
+    env = settings.env_loader(seed=0)
+    time_step_spec = env.time_step_spec()
+    env.close()
+    continuous = array_spec.BoundedArraySpec((1,), np.float32, -1.0, 1.0)
+    with self.assertRaisesRegex(
+        runner.ConfigError,
+        r"r2d2.Settings.env_loader: R2D2 needs a discrete action space .*"
+        r"'Pendulum-v1' has action spec BoundedArraySpec\(shape=\(1,\), "
+        r"dtype=dtype\('float32'\)"):
+      settings.replay.check_setup(time_step_spec, continuous, 'Pendulum-v1')
 
   def test_replay_server_of_another_agent_is_refused(self):
     server = r2d2.make_replay_server(self.settings())

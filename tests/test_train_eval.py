@@ -2,7 +2,9 @@
 
 Short CartPole runs (a few hundred env steps) with the shipped gin file and
 smaller loop settings; checks the root_dir layout, TensorBoard tags, the
-saved policy, resume, a SIGKILL during training, and bad-gin errors.
+saved policy, resume, a SIGKILL during training, bad-gin errors, and user
+errors (bad values, env ids, action spaces, root_dirs): one ERROR line and
+exit code 2.
 """
 
 import glob
@@ -16,6 +18,7 @@ import tempfile
 import time
 
 from absl.testing import absltest
+from absl.testing import parameterized
 import gin
 import numpy as np
 import tensorflow as tf
@@ -28,10 +31,12 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore.experiments import ppo
 from tfa_explore.experiments import runner
 from tfa_explore.utils import files
+import test_run_lock  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
 CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
+R2D2_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'stateless_cartpole.gin')
 
 # Small loop: 4 envs x 32 steps = 128 driver steps per iteration.
 SMALL_LOOP = (
@@ -45,18 +50,20 @@ SMALL_LOOP = (
 )
 
 
-def train_command(root_dir, gin_files=(CARTPOLE_GIN,), bindings=()):
+def train_command(root_dir, gin_files=(CARTPOLE_GIN,), bindings=(),
+                  flags=()):
   command = [sys.executable, BINARY, f'--root_dir={root_dir}']
   command += [f'--gin_file={path}' for path in gin_files]
   command += [f'--gin_bindings={binding}' for binding in bindings]
-  return command
+  return command + list(flags)
 
 
 def run_binary(root_dir, gin_files=(CARTPOLE_GIN,), bindings=(),
-               timeout=300):
+               timeout=300, flags=()):
   return subprocess.run(
-      train_command(root_dir, gin_files, bindings), capture_output=True,
-      text=True, timeout=timeout, cwd=REPO_ROOT, check=False)
+      train_command(root_dir, gin_files, bindings, flags),
+      capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT,
+      check=False)
 
 
 def read_events(directory):
@@ -326,6 +333,80 @@ class BadConfigTest(TestCase):
     missing = os.path.join(self.make_dir(), 'nope.gin')
     result = run_binary(self.make_dir(), gin_files=(missing,))
     self.assert_config_error(result, 'nope.gin')
+
+
+class UserErrorTest(TestCase, parameterized.TestCase):
+  """What a user must fix: `ERROR: <one line>`, exit code 2, no traceback.
+
+  Each case stops before any training; a case costs the binary's start-up
+  (imports), so they are few.
+  """
+
+  def make_root_dir(self, kind):
+    """A root_dir that is free, under a file, or held by a live run."""
+    root_dir = os.path.join(self.make_dir(), 'run')
+    if kind == 'under_a_file':
+      parent = os.path.dirname(root_dir)
+      with open(os.path.join(parent, 'a_file'), 'w') as f:
+        f.write('not a directory')
+      return os.path.join(parent, 'a_file', 'run'), {}
+    if kind == 'held':
+      holder = subprocess.Popen(
+          [sys.executable, '-c', test_run_lock._HOLDER, root_dir],  # pylint: disable=protected-access
+          cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
+
+      def stop():
+        holder.kill()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+      self.addCleanup(stop)
+      self.assertEqual(holder.stdout.readline().strip(), 'locked')
+      return root_dir, {'pid': holder.pid}
+    return root_dir, {}
+
+  @parameterized.named_parameters(
+      ('negative_budget', CARTPOLE_GIN, 'NUM_ENV_STEPS = -5', 'free',
+       'on_policy.train_eval.num_env_steps must be > 0, got -5.'),
+      ('unknown_env_id', CARTPOLE_GIN,
+       "suite_gymnasium.load.env_id = 'CartPol-v1'", 'free',
+       "Unknown gymnasium env id 'CartPol-v1'. Did you mean: CartPole-v1"),
+      ('r2d2_negative_budget', R2D2_GIN, 'NUM_ENV_STEPS = -5', 'free',
+       'r2d2.Settings.num_env_steps must be >= 1, got -5.'),
+      ('r2d2_continuous_actions', R2D2_GIN,
+       "suite_gymnasium.load.env_id = 'MountainCarContinuous-v0'", 'free',
+       "r2d2.Settings.env_loader: R2D2 needs a discrete action space (one "
+       "scalar integer action), but 'MountainCarContinuous-v0' has action "
+       'spec BoundedArraySpec(shape=(1,), dtype=dtype(\'float32\')'),
+      ('root_dir_under_a_file', CARTPOLE_GIN, 'NUM_ENV_STEPS = 100',
+       'under_a_file', '{root_dir} cannot be written: Not a directory'),
+      ('root_dir_in_use', CARTPOLE_GIN, 'NUM_ENV_STEPS = 100', 'held',
+       'root_dir {root_dir} is in use by another run, pid {pid} on host '),
+  )
+  def test_one_line_and_exit_code_2(self, gin_file, binding, root_dir_kind,
+                                    expected):
+    root_dir, facts = self.make_root_dir(root_dir_kind)
+    result = run_binary(root_dir, gin_files=(gin_file,), bindings=(binding,))
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertNotIn('Traceback', result.stderr)
+    self.assertNotIn('In call to configurable', result.stderr)
+    errors_printed = [line for line in result.stderr.splitlines()
+                      if 'ERROR' in line]
+    self.assertLen(errors_printed, 1, result.stderr[-3000:])
+    self.assertStartsWith(errors_printed[0], 'ERROR: ')
+    self.assertIn(expected.format(root_dir=root_dir, **facts),
+                  errors_printed[0])
+    # No training started.
+    self.assertFalse(os.path.exists(os.path.join(root_dir, 'checkpoints')))
+
+  def test_verbose_shows_the_traceback(self):
+    result = run_binary(self.make_dir(), bindings=('NUM_ENV_STEPS = -5',),
+                        flags=('--verbose',))
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertIn('Traceback', result.stderr)
+    self.assertIn('_check_positive', result.stderr)
+    self.assertIn(
+        '\nERROR: on_policy.train_eval.num_env_steps must be > 0, got -5.',
+        result.stderr)
 
 
 if __name__ == '__main__':

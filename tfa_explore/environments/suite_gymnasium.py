@@ -23,12 +23,17 @@ from tf_agents.environments import py_environment
 from tf_agents.specs import array_spec
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.experiments import errors
 
-class UnknownEnvironmentError(ValueError):
+
+# Both are configuration errors (the gin file names the env), so the
+# binaries report them in one line with exit code 2; still ValueErrors for
+# code that catches those.
+class UnknownEnvironmentError(errors.ConfigError, ValueError):
   """An env id that gymnasium does not know."""
 
 
-class UnsupportedSpaceError(ValueError):
+class UnsupportedSpaceError(errors.ConfigError, ValueError):
   """A gymnasium space with no TF-Agents spec equivalent."""
 
 

@@ -29,6 +29,7 @@ from tf_agents.utils import common
 
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
+from tfa_explore.experiments import errors
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import run_kit
 from tfa_explore.utils import summaries
@@ -96,8 +97,20 @@ def train_eval(
 
   Returns:
     The final evaluation: {'AverageReturn', 'AverageEpisodeLength',
-    'EnvironmentSteps'} (+ 'SuccessRate').
+    'EnvironmentSteps'} (+ 'SuccessRate'). A rerun of a finished run
+    returns the stored one (`run_kit.finish`).
+
+  Raises:
+    errors.ConfigError: a count or interval below 1 (naming the gin
+      parameter), or root_dir taken by another run or not writable.
   """
+  _check_positive(num_env_steps=num_env_steps, num_envs=num_envs,
+                  rollout_length=rollout_length, eval_interval=eval_interval,
+                  num_eval_episodes=num_eval_episodes,
+                  checkpoint_interval=checkpoint_interval,
+                  log_interval=log_interval,
+                  return_buffer_episodes=return_buffer_episodes,
+                  max_checkpoints_to_keep=max_checkpoints_to_keep)
   run_kit.set_tf_threads(tf_threads)
   tf.random.set_seed(seed)
   np.random.seed(seed % 2**32)
@@ -176,6 +189,18 @@ def train_eval(
   collect_py_env.close()
   return run_kit.finish(evaluator, checkpointer, run, int(env_steps),
                         last_eval)
+
+
+def _check_positive(**values) -> None:
+  """Raises ConfigError naming the first gin parameter below 1.
+
+  Checked before anything is built: a budget of -5 env steps would run no
+  iteration and end as a success, and a zero interval would never fire.
+  """
+  for name, value in values.items():
+    if value < 1:
+      raise errors.ConfigError(
+          f'on_policy.train_eval.{name} must be > 0, got {value}.')
 
 
 class RolloutCollector:

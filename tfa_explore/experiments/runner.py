@@ -11,6 +11,7 @@ with `experiment_setting`.
 
 import os
 import sys
+import traceback
 from typing import Callable, Optional, Sequence
 
 from absl import flags
@@ -27,7 +28,9 @@ from tfa_explore.experiments import ppo
 from tfa_explore.experiments import rnd_ppo
 # pylint: enable=unused-import
 
+from tfa_explore.experiments import console
 from tfa_explore.experiments import errors
+from tfa_explore.experiments import run_lock
 
 CONFIG_ERROR_EXIT_CODE = errors.CONFIG_ERROR_EXIT_CODE
 ConfigError = errors.ConfigError
@@ -107,26 +110,43 @@ def experiment_setting(name: str):
 
 def run(root_dir: str, gin_files: Sequence[str],
         gin_bindings: Sequence[str]) -> Optional[object]:
-  """Parses gin and runs the experiment; raises ConfigError on bad config."""
+  """Parses gin and runs the experiment; raises ConfigError on bad config.
+
+  root_dir is locked for the whole run (`run_lock`) before anything is
+  built, so a second run on it (or an unwritable root_dir) is refused at
+  once, before an R2D2 run starts its replay server and actors.
+  """
   parse_gin(gin_files, gin_bindings)
-  # The first line of a run: start-up (building, tracing) takes a while.
-  logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir %s',
-               root_dir, ' '.join(gin_files), root_dir)
-  try:
-    return run_experiment(root_dir=root_dir)
-  except RuntimeError as e:
-    if errors.is_missing_binding(e):
-      raise ConfigError(
-          f'Missing gin binding (files {list(gin_files)}, bindings '
-          f'{list(gin_bindings)}):\n{e}') from e
-    raise
+  with run_lock.RunLock(root_dir):
+    # The first line of a run: start-up (building, tracing) takes a while.
+    logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir '
+                 '%s', root_dir, ' '.join(gin_files), root_dir)
+    try:
+      return run_experiment(root_dir=root_dir)
+    except RuntimeError as e:
+      if errors.is_missing_binding(e):
+        raise ConfigError(
+            f'Missing gin binding (files {list(gin_files)}, bindings '
+            f'{list(gin_bindings)}):\n{e}') from e
+      raise
+
+
+def _traceback_requested() -> bool:
+  return flags.FLAGS.is_parsed() and console.VERBOSE.value
 
 
 def main_or_exit(root_dir: str, gin_files: Sequence[str],
                  gin_bindings: Sequence[str]) -> None:
-  """`run`, turning a ConfigError into gin's message and exit code 2."""
+  """`run`; a ConfigError prints `ERROR: <message>` and exits with code 2.
+
+  No traceback: the message says what to fix (`errors.user_message` drops
+  gin's "In call to configurable" lines). `--verbose` prints the traceback
+  first, for debugging.
+  """
   try:
     run(root_dir, gin_files, gin_bindings)
   except ConfigError as e:
-    print(f'ERROR: {e}', file=sys.stderr)
+    if _traceback_requested():
+      traceback.print_exc()
+    print(f'ERROR: {errors.user_message(e)}', file=sys.stderr)
     sys.exit(CONFIG_ERROR_EXIT_CODE)

@@ -21,7 +21,10 @@ from typing import Any, Dict, List, Mapping, Optional
 import reverb
 import tensorflow as tf
 from tf_agents.replay_buffers import reverb_replay_buffer
+from tf_agents.specs import tensor_spec
 
+from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.experiments import errors
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
 from tfa_explore.replay import tables
@@ -126,7 +129,22 @@ class AgentReplay(ReplayStrategy):
                       'file.'))
 
   def check_setup(self, time_step_spec, action_spec, env_id):
-    del time_step_spec, action_spec, env_id  # Nothing to read.
+    """The env's actions must be one discrete scalar, as R2D2's Q-network's.
+
+    Checked here, before any process starts, so that a continuous env is
+    one clear error rather than the agent's ValueError in every process.
+    Subclasses call this first.
+    """
+    del time_step_spec  # Any observation the network's torso takes.
+    try:
+      r2d2_agent.check_action_spec(tensor_spec.from_spec(action_spec))
+    except ValueError as e:
+      env = repr(env_id) if env_id else 'the env'
+      spec = ' '.join(repr(action_spec).split())
+      raise errors.ConfigError(
+          'r2d2.Settings.env_loader: R2D2 needs a discrete action space (one '
+          f'scalar integer action), but {env} has action spec {spec}.'
+      ) from e
 
   def writer_kwargs(self):
     return {}
