@@ -104,6 +104,22 @@ class FileTest(support.TestCase):
         'CRC32 checksum mismatch'):
       demonstrations.read_demonstrations(path)
 
+  def test_check_reads_every_episode_and_keeps_none(self):
+    path, _, env = self._write()
+    header = demonstrations.check_demonstrations(path, env.time_step_spec(),
+                                                 env.action_spec())
+    self.assertEqual(header['num_episodes'], 3)
+    header, records_start = demonstrations.read_header(path)
+    entry = header['episodes'][2]  # The last one: the header is fine.
+    position = records_start + entry['offset'] + entry['length'] // 2
+    with open(path, 'r+b') as f:
+      f.seek(position)
+      f.write(b'\x00\xff\x00\xff')
+    with self.assertRaisesRegex(demonstrations.DemonstrationFileError,
+                                'episode 2 .*CRC32 checksum mismatch'):
+      demonstrations.check_demonstrations(path, env.time_step_spec(),
+                                          env.action_spec())
+
   def test_flipped_byte_in_the_header(self):
     path, _, _ = self._write()
     with open(path, 'r+b') as f:

@@ -7,6 +7,7 @@ action 1), written to a file in each test.
 """
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -358,6 +359,34 @@ class ErrorsTest(_TestCase):
         "recorded in 'SomethingElse-v0' but the agent acts in "
         "'tfa_explore_testing/Counting-v0'",
         f"r2d3.DemonstrationReplay.path = '{other}'")
+
+  def test_a_damaged_episode_is_found_before_anything_starts(self):
+    header, records_start = demonstrations.read_header(self.demo_path)
+    entry = header['episodes'][2]
+    position = records_start + entry['offset'] + entry['length'] // 2
+    with open(self.demo_path, 'r+b') as f:
+      f.seek(position)
+      data = f.read(8)
+      f.seek(position)
+      f.write(bytes(byte ^ 0xFF for byte in data))
+    start = records_start + entry['offset']
+    expected = re.escape(
+        f"r2d3.DemonstrationReplay.path = '{self.demo_path}': "
+        f'{self.demo_path}: episode 2 (bytes {start}..'
+        f'{start + entry["length"]}): CRC32 checksum mismatch')
+    # The strategy's setup check reads the whole file...
+    settings = self.r2d3_settings()
+    env = settings.env_loader(seed=0)
+    self.addCleanup(env.close)
+    with self.assertRaisesRegex(runner.ConfigError, expected):
+      settings.replay.check_setup(env.time_step_spec(), env.action_spec(),
+                                  env.env_id)
+    # ...so a run stops before its server, actors and learner start (the
+    # first of them would create root_dir).
+    root_dir = os.path.join(self.get_temp_dir(), 'damaged')
+    with self.assertRaisesRegex(runner.ConfigError, expected):
+      r2d2.train_eval(root_dir=root_dir)
+    self.assertFalse(os.path.exists(root_dir))
 
   def test_bad_demo_path_exits_train_eval_with_code_2(self):
     result = subprocess.run(

@@ -47,6 +47,7 @@ in both an R2D3 gin file and its R2D2 twin; only the DQfD loss weights are
 bound here.
 """
 
+import contextlib
 import os
 import time
 from typing import Optional
@@ -199,7 +200,9 @@ class DemonstrationReplay(replay_lib.AgentReplay):
   # --- launcher and actors --------------------------------------------------
 
   def check_setup(self, time_step_spec, action_spec, env_id):
-    self.check_file(time_step_spec, action_spec, env_id)
+    """R2D2's checks, then the whole demonstration file (`check_file`)."""
+    super().check_setup(time_step_spec, action_spec, env_id)
+    self.check_file(time_step_spec, action_spec, env_id, episodes=True)
 
   def writer_kwargs(self):
     """The actors copy successful episodes into `SUCCESS_TABLE`."""
@@ -214,17 +217,46 @@ class DemonstrationReplay(replay_lib.AgentReplay):
     return errors.ConfigError(
         f'{PATH_PARAMETER} = {self.path!r}: {problem}')
 
-  def check_file(self, time_step_spec, action_spec, env_id=None):
-    """Header-only check (cheap): file exists, specs and env id match.
+  def check_file(self, time_step_spec, action_spec, env_id=None,
+                 episodes=False):
+    """The file exists, its specs and env id match (and its episodes load).
+
+    Args:
+      time_step_spec, action_spec: the env's or agent's specs.
+      env_id: if set, the env id the file must have been recorded in.
+      episodes: also read and check every episode (checksum, arrays,
+        shapes, step types; one at a time) rather than the header alone.
+        `check_setup` does, before any process starts: a damaged episode
+        found by the learner would stop the run after the actors started.
+
+    Returns:
+      The file's header.
 
     Raises:
       errors.ConfigError: naming `r2d3.DemonstrationReplay.path`, the file and
-        the problem.
+        the problem (for a damaged episode: its index, bytes and fault).
     """
-    try:
+    with self._file_errors():
       header, _ = demonstrations_lib.read_header(self.path)
       demonstrations_lib.check_specs(header['specs'], time_step_spec,
                                      action_spec, source=self.path)
+    if env_id is not None and header['env_id'] != env_id:
+      raise self._error(
+          f'the demonstrations were recorded in {header["env_id"]!r} but the '
+          f'agent acts in {env_id!r}.')
+    if episodes:
+      if not header['episodes']:
+        raise self._error('the file holds no episodes.')
+      with self._file_errors():
+        demonstrations_lib.check_demonstrations(self.path, time_step_spec,
+                                                action_spec)
+    return header
+
+  @contextlib.contextmanager
+  def _file_errors(self):
+    """Reading errors of the file as ConfigErrors naming the parameter."""
+    try:
+      yield
     except FileNotFoundError as error:
       raise self._error(
           'no such file. Record demonstrations with '
@@ -232,21 +264,13 @@ class DemonstrationReplay(replay_lib.AgentReplay):
     except (demonstrations_lib.DemonstrationFileError,
             demonstrations_lib.DemonstrationSpecError, OSError) as error:
       raise self._error(str(error)) from error
-    if env_id is not None and header['env_id'] != env_id:
-      raise self._error(
-          f'the demonstrations were recorded in {header["env_id"]!r} but the '
-          f'agent acts in {env_id!r}.')
-    return header
 
   def read(self, agent, env_id=None):
     """All episodes, checked against the agent (see `check_file`)."""
     self.check_file(agent.time_step_spec, agent.action_spec, env_id)
-    try:
+    with self._file_errors():
       demos = demonstrations_lib.read_demonstrations(
           self.path, agent.time_step_spec, agent.action_spec)
-    except (demonstrations_lib.DemonstrationFileError,
-            demonstrations_lib.DemonstrationSpecError, OSError) as error:
-      raise self._error(str(error)) from error
     if not demos.episodes:
       raise self._error('the file holds no episodes.')
     return demos

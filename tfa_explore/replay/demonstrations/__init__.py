@@ -5,7 +5,8 @@ By concern:
 * `file_format`: `DemoEpisode`, the file format (magic, version, CRC'd
   JSON header, one `.npz` record per episode), `DemonstrationWriter` /
   `write_demonstrations` (atomic), `read_header` / `read_demonstrations`
-  (every byte checked, errors name the offset, episode or field), and
+  (every byte checked, errors name the offset, episode or field),
+  `check_demonstrations` (the same checks, keeping nothing), and
   `check_specs` against the agent's specs.
 * `recording`: the sources (`ScriptedExpertSource`, `SavedPolicySource`),
   `record_episode(s)` and the gin-configurable `collect` of
@@ -21,6 +22,7 @@ module it replaces (`demonstrations.read_demonstrations`, ...); importing
 it registers the gin names.
 """
 
+from tfa_explore.replay.demonstrations.file_format import check_demonstrations
 from tfa_explore.replay.demonstrations.file_format import check_specs
 from tfa_explore.replay.demonstrations.file_format import DemoEpisode
 from tfa_explore.replay.demonstrations.file_format import DemonstrationFileError

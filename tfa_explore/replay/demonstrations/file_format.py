@@ -432,38 +432,32 @@ def read_header(path):
   return header, PREAMBLE_SIZE + header_length
 
 
-def read_demonstrations(path, time_step_spec=None, action_spec=None):
-  """Reads and checks every episode of a demonstration file.
+def _open_checked(path, time_step_spec, action_spec):
+  """(header, records start, time_step_spec, action_spec) of a file.
 
-  Args:
-    path: the file.
-    time_step_spec, action_spec: the agent's specs. If given, the file's
-      specs must match them (`DemonstrationSpecError` naming the field) and
-      observations come back in their nest structure.
-
-  Returns:
-    `Demonstrations`.
-
-  Raises:
-    DemonstrationFileError: truncated (names the byte offset), corrupt
-      (names the header or episode and its bytes) or inconsistent file.
-    DemonstrationSpecError: specs differ from the given ones.
+  The specs are the given ones, checked against the header's, or (None,
+  None) rebuilt from the header.
   """
-  path = os.fspath(path)
   header, records_start = read_header(path)
   specs = header['specs']
   if (time_step_spec is None) != (action_spec is None):
     raise ValueError('Pass both time_step_spec and action_spec, or neither.')
   if time_step_spec is not None:
     check_specs(specs, time_step_spec, action_spec, source=path)
-    time_step_spec = tensor_spec.from_spec(time_step_spec)
-    action_spec = tensor_spec.from_spec(action_spec)
-  else:
-    time_step_spec, action_spec = _specs_from_json(specs)
+    return (header, records_start, tensor_spec.from_spec(time_step_spec),
+            tensor_spec.from_spec(action_spec))
+  return (header, records_start) + _specs_from_json(specs)
 
+
+def _read_episodes(path, header, records_start, time_step_spec, action_spec):
+  """Yields every episode, checked, then checks the file ends after them.
+
+  One episode in memory at a time, so `check_demonstrations` can go
+  through a large file.
+  """
+  specs = header['specs']
   file_size = os.path.getsize(path)
   expected_end = records_start + sum(e['length'] for e in header['episodes'])
-  episodes = []
   with open(path, 'rb') as f:
     for index, entry in enumerate(header['episodes']):
       start = records_start + entry['offset']
@@ -489,12 +483,57 @@ def read_demonstrations(path, time_step_spec=None, action_spec=None):
             f'{where}: {episode.num_transitions} transitions with return '
             f'{episode.episode_return} but the header lists '
             f'{entry["num_transitions"]} and {entry["return"]}.')
-      episodes.append(episode)
+      yield episode
   if file_size != expected_end:
     raise DemonstrationFileError(
         f'{path}: the header accounts for {expected_end} bytes but the file '
         f'has {file_size}; unexpected trailing data from byte {expected_end}.')
+
+
+def read_demonstrations(path, time_step_spec=None, action_spec=None):
+  """Reads and checks every episode of a demonstration file.
+
+  Args:
+    path: the file.
+    time_step_spec, action_spec: the agent's specs. If given, the file's
+      specs must match them (`DemonstrationSpecError` naming the field) and
+      observations come back in their nest structure.
+
+  Returns:
+    `Demonstrations`.
+
+  Raises:
+    DemonstrationFileError: truncated (names the byte offset), corrupt
+      (names the header or episode and its bytes) or inconsistent file.
+    DemonstrationSpecError: specs differ from the given ones.
+  """
+  path = os.fspath(path)
+  header, records_start, time_step_spec, action_spec = _open_checked(
+      path, time_step_spec, action_spec)
+  episodes = list(_read_episodes(path, header, records_start, time_step_spec,
+                                 action_spec))
   return Demonstrations(env_id=header['env_id'], episodes=episodes,
                         time_step_spec=time_step_spec,
                         action_spec=action_spec,
                         metadata=header['metadata'])
+
+
+def check_demonstrations(path, time_step_spec=None, action_spec=None):
+  """Checks a whole file as `read_demonstrations` does, keeping nothing.
+
+  For a check before a run starts: every episode is read and checked, one
+  at a time.
+
+  Returns:
+    The header (see `read_header`).
+
+  Raises:
+    The errors of `read_demonstrations`.
+  """
+  path = os.fspath(path)
+  header, records_start, time_step_spec, action_spec = _open_checked(
+      path, time_step_spec, action_spec)
+  for _ in _read_episodes(path, header, records_start, time_step_spec,
+                          action_spec):
+    pass
+  return header
