@@ -206,6 +206,21 @@ class CheckpointerTest(_TestCase):
     self.assertIn('Read less bytes than requested', warning.getMessage())
     self.assertTrue(os.path.exists(data_file))
 
+    # The run goes on from 200; the damaged checkpoint is out of the
+    # rotation of 3, so later saves delete the older ones but never it.
+    self.assertEqual(resumed.latest, paths[1])
+    for step in (210, 220, 230):
+      resumed._env_steps.assign(step)  # pylint: disable=protected-access
+      resumed.save()
+    self.assertTrue(os.path.exists(data_file))
+    self.assertFalse(glob.glob(paths[0] + '.*'))
+    self.assertFalse(glob.glob(paths[1] + '.*'))
+    self.assertEqual(
+        tf.train.get_checkpoint_state(
+            os.path.join(root_dir, 'checkpoints')).all_model_checkpoint_paths,
+        [os.path.join(root_dir, 'checkpoints', f'ckpt-{step}')
+         for step in (210, 220, 230)])
+
   def test_no_checkpoint_loads_names_the_directory(self):
     root_dir = os.path.join(self.get_temp_dir(), 'all_damaged')
     for path in self.save_three(root_dir):

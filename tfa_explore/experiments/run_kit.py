@@ -195,12 +195,17 @@ class Checkpointer:
     self._checkpoint = tf.train.Checkpoint(train_step=train_step,
                                            final_eval=self._final_eval,
                                            **checkpointed)
-    self._manager = tf.train.CheckpointManager(
-        self._checkpoint, run.path(CHECKPOINT_DIR), max_to_keep=max_to_keep,
-        checkpoint_name='ckpt')
+    self._max_to_keep = max_to_keep
+    self._manager = self._make_manager()
     self._savers = {
         name: policy_saver.PolicySaver(policy, train_step=train_step)
         for name, policy in policies.items()}
+
+  def _make_manager(self) -> tf.train.CheckpointManager:
+    # Reads the `checkpoint` state file: the checkpoints to rotate.
+    return tf.train.CheckpointManager(
+        self._checkpoint, self._run.path(CHECKPOINT_DIR),
+        max_to_keep=self._max_to_keep, checkpoint_name='ckpt')
 
   @property
   def latest(self) -> Optional[str]:
@@ -213,7 +218,9 @@ class Checkpointer:
     `tf.train.Checkpoint.restore` defers the values of objects that do not
     exist yet (optimizer slots: module doc) and would meet a damaged file
     only then, mid-training. A checkpoint that does not load is skipped
-    with a WARNING naming it and the reason, and left on disk.
+    with a WARNING naming it and the reason, and left on disk: it leaves
+    the rotation of `max_to_keep`, so the run never deletes it (a later
+    checkpoint at the same env step would replace it).
 
     Raises:
       errors.RunDirectoryError: there are checkpoints, but none loads.
@@ -233,6 +240,8 @@ class Checkpointer:
                         '%s); it stays on disk. Trying the next older one.',
                         path, type(e).__name__, reason)
         continue
+      if reasons:
+        self._forget_newer_than(path)
       logging.info('Resumed from checkpoint at env step %s (train step %s).',
                    f'{int(self._env_steps):,}', f'{int(self._train_step):,}')
       return True
@@ -240,6 +249,29 @@ class Checkpointer:
         f'No checkpoint in {self._run.path(CHECKPOINT_DIR)} loads ('
         f'{"; ".join(reasons)}). Move that directory aside to start the run '
         'afresh.')
+
+  def _forget_newer_than(self, restored: str) -> None:
+    """Drops the checkpoints after `restored` from the state file.
+
+    They did not load (`restore`). The manager deletes the oldest of the
+    checkpoints its state file lists; unlisted, they stay on disk, and
+    `restored` is the latest again (`saved_at`).
+    """
+    directory = self._run.path(CHECKPOINT_DIR)
+    state = tf.train.get_checkpoint_state(directory)
+    paths = list(state.all_model_checkpoint_paths)
+    keep = paths.index(restored) + 1
+    # Relative paths and the timestamps, as the manager writes them: the
+    # run directory can move, and the manager only rotates checkpoints
+    # whose timestamp it knows.
+    tf.compat.v1.train.update_checkpoint_state(
+        directory, os.path.basename(restored),
+        all_model_checkpoint_paths=[os.path.basename(path)
+                                    for path in paths[:keep]],
+        all_model_checkpoint_timestamps=list(
+            state.all_model_checkpoint_timestamps)[:keep] or None,
+        last_preserved_timestamp=state.last_preserved_timestamp)
+    self._manager = self._make_manager()
 
   def save(self, export_policies: bool = True) -> None:
     """A checkpoint at the current env step, then the policy exports."""
