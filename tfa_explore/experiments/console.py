@@ -14,7 +14,8 @@ checkpoint. By default the binaries in train/ drop all of that and keep:
   binaries print themselves (e.g. a configuration error and exit code 2).
 
 `--verbose` (defined here, once, for every binary) leaves the console
-exactly as TensorFlow and the libraries make it, for debugging.
+exactly as TensorFlow and the libraries make it, for debugging; a
+configuration error then also shows its traceback (`runner.main_or_exit`).
 
 TensorFlow reads TF_CPP_MIN_LOG_LEVEL once, when its C++ library loads, so
 `configure` runs before anything imports tensorflow: each binary calls it
@@ -49,8 +50,9 @@ from absl import logging as absl_logging
 VERBOSE = flags.DEFINE_bool(
     'verbose', False,
     'Show everything TensorFlow, TF-Agents, gym and absl print (CUDA '
-    'probes, deprecations, SavedModel lines, ...), for debugging. Must be '
-    'on the command line: it is read before TensorFlow loads.')
+    'probes, deprecations, SavedModel lines, ...) and the traceback of a '
+    'configuration error, for debugging. Must be on the command line: it '
+    'is read before TensorFlow loads.')
 
 # __name__ of a binary's module when it runs as the program: '__main__', or
 # '__mp_main__' when multiprocessing's spawn re-runs it in a subprocess.
