@@ -4,8 +4,11 @@ r"""Trains and evaluates the experiment a gin file binds.
       --gin_file=gin/ppo/cartpole.gin [--gin_bindings='NUM_ENV_STEPS=2000']
 
 Everything else (env, agent, loop, seeds, step budget) lives in gin. Running
-the same command again on an existing root_dir resumes from its latest
-checkpoint. A bad gin file or binding exits with code 2 and gin's message.
+the same command again on an existing root_dir resumes from its newest
+checkpoint that loads; one run at a time holds a root_dir. What the user
+must fix (a bad gin file, binding or value, an unknown env id, a root_dir
+another run holds or that cannot be written) exits with code 2 and one
+`ERROR:` line; --verbose adds the traceback.
 """
 
 from absl import flags
