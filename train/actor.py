@@ -31,6 +31,10 @@ _REPLAY_SERVER = flags.DEFINE_string(
     required=True)
 _ROOT_DIR = flags.DEFINE_string('root_dir', None,
                                 'Run directory (actor summaries).')
+_INCARNATION = flags.DEFINE_integer(
+    'incarnation', 0,
+    'How many times this task was restarted; seeds its envs anew, so a '
+    'restarted actor does not replay its predecessor\'s episodes.')
 _GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
 flags.adopt_module_key_flags(runner)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
@@ -43,7 +47,8 @@ def main(argv):
       _GIN_FILES.value, _GIN_BINDINGS.value,
       functools.partial(r2d2.run_actor, task=_TASK.value,
                         replay_server=_REPLAY_SERVER.value,
-                        root_dir=_ROOT_DIR.value))
+                        root_dir=_ROOT_DIR.value,
+                        incarnation=_INCARNATION.value))
 
 
 if __name__ == '__main__':

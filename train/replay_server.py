@@ -6,6 +6,11 @@ r"""Serves the Reverb tables of a multi-machine R2D2 run.
 The tables (prioritized sequences, the learner's weights, actor progress)
 are built from the agent the gin file describes, so actors and learner
 started with the same gin file find matching signatures. Runs until killed.
+
+With --checkpoint_dir the tables are checkpointed there whenever the
+learner checkpoints, and a server restarted with the same directory
+restores them (items, priorities, rate-limiter counts); actors and learner
+reconnect by themselves. Without it a restart starts from empty tables.
 """
 
 import functools
@@ -22,6 +27,11 @@ from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
 
 _PORT = flags.DEFINE_integer('port', None, 'Port to serve on.', required=True)
+_CHECKPOINT_DIR = flags.DEFINE_string(
+    'checkpoint_dir', None,
+    'Directory of the tables\' checkpoints: restored from at start, written '
+    'at every learner checkpoint. Unset: a temporary directory, nothing '
+    'restored.')
 _GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
 flags.adopt_module_key_flags(runner)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
@@ -32,7 +42,8 @@ def main(argv):
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
   server = r2d2.run_job(
       _GIN_FILES.value, _GIN_BINDINGS.value,
-      functools.partial(r2d2.make_replay_server, port=_PORT.value))
+      functools.partial(r2d2.make_replay_server, port=_PORT.value,
+                        checkpoint_dir=_CHECKPOINT_DIR.value))
   server.wait()
 
 

@@ -9,6 +9,8 @@ Env step counting. An actor counts its env steps (auto-reset steps
 excluded) and sends the increments as progress reports; the learner sums
 them, so a restarted actor keeps the count and the learner alone decides
 that the run is over. The actor sees `finished` at its next weight pull.
+Steps an actor took but had not reported when it died are not counted
+(at most `actor_update_period` per actor).
 """
 
 import os
@@ -24,6 +26,7 @@ from tf_agents.trajectories import trajectory as trajectory_lib
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
 from tfa_explore.experiments.r2d2 import builder as builder_lib
+from tfa_explore.experiments.r2d2 import retry
 
 ACTOR_DIR = 'actors'
 ACTOR = 'Actor'
@@ -82,8 +85,37 @@ class _ActorSummaries:
       self._writer.close()
 
 
-def run_actor(settings, task, replay_server, root_dir=None, stop_event=None):
+class _ReplayLink:
+  """What an actor holds on the server: writers and the weights' reader.
+
+  Rebuilt after the server was lost: a Reverb writer that saw its server
+  die is broken, and the sequences it held are gone.
+  """
+
+  def __init__(self, builder, replay_server, agent, shared_state, task,
+               num_envs):
+    self.client = reverb.Client(replay_server)
+    builder.check_server(self.client, shared_state)
+    self.variables = builder_lib.SharedVariables(replay_server, shared_state)
+    self.replay_writer = builder.sequence_writer(self.client, agent, num_envs)
+    self.progress = _ProgressWriter(self.client, task)
+
+  def abandon(self) -> None:
+    for writer in (self.replay_writer, self.progress):
+      try:
+        writer.close(timeout_ms=100)
+      except Exception:  # pylint: disable=broad-except
+        pass  # the server is gone: nothing to flush to
+
+
+def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
+              incarnation=0):
   """Runs actor `task` until the learner finishes (or `stop_event` is set).
+
+  A replay server that stops answering is waited for (`retry.ServerWait`,
+  at most `replay_retry_seconds`); then the actor rebuilds its writers,
+  resets its envs (the sequences under way were lost with the server) and
+  carries on with the weights it has until the learner publishes again.
 
   Args:
     settings: `Settings`.
@@ -91,6 +123,9 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None):
     replay_server: 'host:port' of the Reverb server.
     root_dir: if set, actor summaries go to root_dir/actors/<task>.
     stop_event: optional `threading.Event` to stop early.
+    incarnation: how many times this task was restarted; env j is seeded
+      `seed + j + incarnation * num_slots`, so a restarted actor does not
+      replay its predecessor's episodes.
 
   Returns:
     Env steps this actor took (all its environments).
@@ -103,29 +138,35 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None):
   first_slot = task * num_envs
   # No tf.random.set_seed here: actor threads share the process's global
   # seed with the learner. Envs are seeded per slot.
-  env = batched.make_batched_env(settings.env_loader, num_envs,
-                                 settings.seed + first_slot)
+  env = batched.make_batched_env(
+      settings.env_loader, num_envs,
+      settings.seed + first_slot + incarnation * settings.num_slots)
   _, agent = builder.make_agent(env=env)
   shared_state = builder_lib.SharedState(agent)
-  client = reverb.Client(replay_server)
-  builder.check_server(client, shared_state)
-  variables = builder_lib.SharedVariables(replay_server, shared_state)
+  server_wait = retry.ServerWait(
+      replay_server, f'actor {task}', settings.replay_retry_seconds,
+      should_stop=lambda: stop_event is not None and stop_event.is_set())
+  if not retry.reachable(replay_server):
+    server_wait.wait(ConnectionError(
+        f'no Reverb server at {replay_server} yet'))
+  link = _ReplayLink(builder, replay_server, agent, shared_state, task,
+                     num_envs)
   collect_policy = builder.actor_policy(agent, task)
   epsilons = r2d2_policy.slot_epsilons(task, settings.num_actors, num_envs)
-  logging.info('Actor %d (%d envs, epsilons %s) waiting for the learner\'s '
+  logging.info('Actor %d (%d envs, epsilons %s%s) waiting for the learner\'s '
                'weights.', task, num_envs,
-               ', '.join(f'{e:.5f}' for e in epsilons))
-  variables.pull()  # Blocks until the learner's first push.
+               ', '.join(f'{e:.5f}' for e in epsilons),
+               f', restart {incarnation}' if incarnation else '')
+  link.variables.pull()  # Blocks until the learner's first push.
 
-  replay_writer = builder.sequence_writer(client, agent, num_envs)
   policy = py_tf_eager_policy.PyTFEagerPolicy(
       collect_policy, use_tf_function=True, batch_time_steps=False)
-  progress = _ProgressWriter(client, task)
   actor_summaries = _ActorSummaries(root_dir, task)
 
   total_steps = 0
   unreported_steps = 0
   steps_at_update = 0
+  items_before_link = 0
   episode_returns = np.zeros(num_envs, np.float64)
   episode_lengths = np.zeros(num_envs, np.int64)
   time_step = env.reset()
@@ -134,33 +175,48 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None):
     while not bool(shared_state.finished.numpy()):
       if stop_event is not None and stop_event.is_set():
         break
-      action_step = policy.action(time_step, policy_state)
-      next_time_step = env.step(action_step.action)
-      replay_writer(trajectory_lib.from_transition(time_step, action_step,
-                                                   next_time_step))
-      # The step after LAST is a reset, not an env step.
-      active = ~np.asarray(time_step.is_last())
-      num_active = int(active.sum())
-      total_steps += num_active
-      unreported_steps += num_active
-      episode_lengths += active
-      episode_returns += np.where(active, next_time_step.reward, 0.0)
-      for k in np.flatnonzero(active & np.asarray(next_time_step.is_last())):
-        progress.report(unreported_steps, first_slot + k, episode_returns[k],
-                        episode_lengths[k])
-        unreported_steps = 0
-        episode_returns[k], episode_lengths[k] = 0.0, 0
-      time_step = next_time_step
-      policy_state = action_step.state
-      if total_steps - steps_at_update >= settings.actor_update_period:
-        if unreported_steps:
-          progress.report(unreported_steps)
+      try:
+        action_step = policy.action(time_step, policy_state)
+        next_time_step = env.step(action_step.action)
+        # The step after LAST is a reset, not an env step.
+        active = ~np.asarray(time_step.is_last())
+        num_active = int(active.sum())
+        total_steps += num_active
+        unreported_steps += num_active
+        episode_lengths += active
+        episode_returns += np.where(active, next_time_step.reward, 0.0)
+        link.replay_writer(trajectory_lib.from_transition(
+            time_step, action_step, next_time_step))
+        for k in np.flatnonzero(active &
+                                np.asarray(next_time_step.is_last())):
+          link.progress.report(unreported_steps, first_slot + k,
+                               episode_returns[k], episode_lengths[k])
           unreported_steps = 0
-        variables.pull()
-        actor_summaries.write(total_steps, replay_writer.num_items_written)
-        steps_at_update = total_steps
+          episode_returns[k], episode_lengths[k] = 0.0, 0
+        time_step = next_time_step
+        policy_state = action_step.state
+        if total_steps - steps_at_update >= settings.actor_update_period:
+          if unreported_steps:
+            link.progress.report(unreported_steps)
+            unreported_steps = 0
+          link.variables.pull()
+          actor_summaries.write(
+              total_steps,
+              items_before_link + link.replay_writer.num_items_written)
+          steps_at_update = total_steps
+      except Exception as e:  # pylint: disable=broad-except
+        if not server_wait.wait(e):  # raises unless the server was lost
+          break
+        items_before_link += link.replay_writer.num_items_written
+        link.abandon()
+        link = _ReplayLink(builder, replay_server, agent, shared_state, task,
+                           num_envs)
+        # The episodes under way lost their sequences: start new ones.
+        time_step = env.reset()
+        policy_state = policy.get_initial_state(num_envs)
+        episode_returns[:], episode_lengths[:] = 0.0, 0
   finally:
-    _stop(task, settings, replay_writer, progress, unreported_steps)
+    _stop(task, settings, link.replay_writer, link.progress, unreported_steps)
     actor_summaries.close()
     env.close()
   logging.info('Actor %d stopped after %d env steps.', task, total_steps)

@@ -232,14 +232,44 @@ class Builder:
                            signature=progress_signature()),
     ]
 
-  def make_replay_server(self, port: Optional[int] = None) -> reverb.Server:
-    """A Reverb server with the run's tables (port None: any free one)."""
+  def make_replay_server(self, port: Optional[int] = None,
+                         checkpoint_dir: Optional[str] = None
+                         ) -> reverb.Server:
+    """A Reverb server with the run's tables (port None: any free one).
+
+    Args:
+      port: the port to serve on; None picks a free one.
+      checkpoint_dir: where the tables are checkpointed (the learner asks
+        for a checkpoint at each of its own, `Learner.checkpoint`). A
+        server started on a directory that holds a checkpoint restores
+        every table from the newest complete one: items, priorities and
+        the rate limiters' counts. Reverb writes each checkpoint into a new
+        directory and marks it complete last (a `DONE` file), so a write
+        cut off by a kill never replaces the last good one. None: Reverb's
+        temporary directory, nothing restored.
+    """
     # The agent is built only for its specs, but its weight initializers
     # are random ops: under op determinism they need a global seed.
     tf.random.set_seed(self.settings.seed)
     _, agent = self.make_agent()
     server_tables = self.make_tables(agent)
-    server = reverb.Server(server_tables, port=port)
+    checkpointer = None
+    if checkpoint_dir is not None:
+      checkpointer = reverb.checkpointers.DefaultCheckpointer(checkpoint_dir)
+    server = reverb.Server(server_tables, port=port, checkpointer=checkpointer)
+    client = reverb.Client(f'localhost:{server.port}')
+    info = client.server_info()
+    if any(table.current_size for table in info.values()):
+      # Reports in the restored queue may have been read by the learner
+      # after the checkpoint; reading them again would count those env
+      # steps twice. Steps reported since then are lost instead (at most
+      # `actor_update_period` per actor and episode end).
+      client.reset(PROGRESS_TABLE)
+      logging.info(
+          'Reverb tables restored from %s: %s.', checkpoint_dir,
+          ', '.join(f'{name} {table.current_size:,} items'
+                    for name, table in sorted(info.items())
+                    if name != PROGRESS_TABLE))
     logging.info('Reverb server on port %d with tables %s.', server.port,
                  [table.name for table in server_tables])
     return server

@@ -12,7 +12,6 @@ Every process builds `Settings()` from the same gin config, so they agree
 on tables, specs and schedules.
 """
 
-import functools
 import multiprocessing
 import os
 import sys
@@ -31,9 +30,19 @@ from tfa_explore.experiments.r2d2 import learner as learner_lib
 from tfa_explore.experiments.r2d2 import settings as settings_lib
 
 
-def make_replay_server(settings, port: Optional[int] = None):
-  """The run's Reverb server (`train/replay_server.py`'s job)."""
-  return builder_lib.Builder(settings).make_replay_server(port)
+# Under root_dir on one machine: the Reverb checkpoints of the tables.
+REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
+
+
+def make_replay_server(settings, port: Optional[int] = None,
+                       checkpoint_dir: Optional[str] = None):
+  """The run's Reverb server (`train/replay_server.py`'s job).
+
+  With `checkpoint_dir` it restores the tables of the newest complete
+  checkpoint there, and checkpoints into it when the learner asks.
+  """
+  return builder_lib.Builder(settings).make_replay_server(port,
+                                                          checkpoint_dir)
 
 
 def exit_when_orphaned(parent_pid: int, poll_seconds: float = 1.0) -> None:
@@ -55,70 +64,106 @@ def exit_when_orphaned(parent_pid: int, poll_seconds: float = 1.0) -> None:
 
 
 def _actor_process_main(config_str, task, replay_server, root_dir,
-                        parent_pid=None):
+                        parent_pid=None, incarnation=0):
   """Entry point of an actor subprocess (spawned: a fresh interpreter)."""
   if parent_pid is not None:
     exit_when_orphaned(parent_pid)
   # The config string starts with the gin file's imports, which register
   # every configurable it names.
   gin.parse_config(config_str)
-  actor_lib.run_actor(settings_lib.from_gin(), task, replay_server, root_dir)
+  actor_lib.run_actor(settings_lib.from_gin(), task, replay_server, root_dir,
+                      incarnation=incarnation)
 
 
 class _ActorThread(threading.Thread):
   """`run_actor` in a thread; keeps its exception for the health check."""
 
-  def __init__(self, settings, task, replay_server, root_dir, stop_event):
+  def __init__(self, settings, task, replay_server, root_dir, stop_event,
+               incarnation):
     super().__init__(name=f'r2d2_actor_{task}', daemon=True)
     self._args = (settings, task, replay_server, root_dir, stop_event)
+    self._incarnation = incarnation
     self.error = None
 
   def run(self):
     try:
-      actor_lib.run_actor(*self._args)
+      actor_lib.run_actor(*self._args, incarnation=self._incarnation)
     except Exception as e:  # pylint: disable=broad-except
       self.error = e
       logging.exception('Actor thread %s failed.', self.name)
 
 
-def _start_actors(settings, address, root_dir, stop_event):
-  if settings.actor_mode == 'thread':
-    actors = [_ActorThread(settings, task, address, root_dir, stop_event)
-              for task in range(settings.num_actors)]
-  else:
-    context = multiprocessing.get_context('spawn')
-    config_str = gin.config_str()
-    actors = [
-        context.Process(target=_actor_process_main,
-                        args=(config_str, task, address, root_dir,
-                              os.getpid()),
-                        name=f'r2d2_actor_{task}', daemon=True)
-        for task in range(settings.num_actors)]
-  for actor in actors:
+class ActorPool:
+  """This machine's actors (threads or spawned processes), kept alive.
+
+  `check()` (the learner calls it at every iteration) restarts an actor
+  that died: a killed process, a thread that raised. The new one takes
+  the same task, so the same epsilon slots, with envs seeded anew
+  (`run_actor`'s `incarnation`), and the learner's env step count goes on
+  from the reports the old one sent. More than `max_actor_restarts`
+  restarts stop the run, as an error that keeps recurring would.
+  """
+
+  def __init__(self, settings, address: str, root_dir: str):
+    self._settings = settings
+    self._address = address
+    self._root_dir = root_dir
+    self._stop_event = threading.Event()
+    self._config_str = gin.config_str()
+    self._incarnations = [0] * settings.num_actors
+    self.restarts = 0
+    self._actors = [self._start(task) for task in range(settings.num_actors)]
+
+  def _start(self, task):
+    incarnation = self._incarnations[task]
+    if self._settings.actor_mode == 'thread':
+      actor = _ActorThread(self._settings, task, self._address,
+                           self._root_dir, self._stop_event, incarnation)
+    else:
+      context = multiprocessing.get_context('spawn')
+      actor = context.Process(
+          target=_actor_process_main,
+          args=(self._config_str, task, self._address, self._root_dir,
+                os.getpid(), incarnation),
+          name=f'r2d2_actor_{task}', daemon=True)
     actor.start()
-  return actors
+    return actor
 
+  @property
+  def processes(self):
+    """The actor threads or processes (for tests and fault injection)."""
+    return list(self._actors)
 
-def _health_check(actors):
-  for actor in actors:
-    error = getattr(actor, 'error', None)
-    if error is not None:
-      raise RuntimeError(f'{actor.name} failed: {error!r}') from error
-    if not actor.is_alive():
-      raise RuntimeError(
-          f'{actor.name} exited before the learner finished '
-          f'(exit code {getattr(actor, "exitcode", None)}).')
-
-
-def _stop_actors(actors, stop_event, timeout_seconds):
-  stop_event.set()
-  deadline = time.time() + timeout_seconds
-  for actor in actors:
-    actor.join(timeout=max(deadline - time.time(), 0.1))
-    if isinstance(actor, multiprocessing.process.BaseProcess):
+  def check(self) -> None:
+    """Restarts dead actors; raises RuntimeError past `max_actor_restarts`."""
+    for task, actor in enumerate(self._actors):
       if actor.is_alive():
-        actor.terminate()
-        actor.join(timeout=10)
+        continue
+      cause = (repr(actor.error) if getattr(actor, 'error', None) is not None
+               else f'exit code {getattr(actor, "exitcode", None)}')
+      if self.restarts >= self._settings.max_actor_restarts:
+        raise RuntimeError(
+            f'{actor.name} exited before the learner finished ({cause}), '
+            f'after {self.restarts} actor restarts '
+            f'(r2d2.Settings.max_actor_restarts = '
+            f'{self._settings.max_actor_restarts}).')
+      self.restarts += 1
+      self._incarnations[task] += 1
+      logging.warning('%s exited (%s); restarting it (restart %d of at most '
+                      '%d).', actor.name, cause, self.restarts,
+                      self._settings.max_actor_restarts)
+      self._actors[task] = self._start(task)
+
+  def stop(self, timeout_seconds: float) -> None:
+    """Asks the actors to stop; processes still alive after it are ended."""
+    self._stop_event.set()
+    deadline = time.time() + timeout_seconds
+    for actor in self._actors:
+      actor.join(timeout=max(deadline - time.time(), 0.1))
+      if isinstance(actor, multiprocessing.process.BaseProcess):
+        if actor.is_alive():
+          actor.terminate()
+          actor.join(timeout=10)
 
 
 @gin.configurable(module='r2d2', allowlist=[])
@@ -129,7 +174,8 @@ def train_eval(root_dir: str,
 
   Args:
     root_dir: run directory (`run_kit` layout, plus actors/<i>/ actor
-      summaries); resumes from its latest checkpoint.
+      summaries and replay_checkpoints/, the Reverb tables); resumes from
+      its latest checkpoints.
     settings: the run's `Settings`; None builds them from gin
       (`r2d2.Settings.*`).
 
@@ -147,16 +193,14 @@ def train_eval(root_dir: str,
                                 getattr(env, 'env_id', None))
   finally:
     env.close()
-  server = builder.make_replay_server()
+  server = builder.make_replay_server(
+      checkpoint_dir=os.path.join(root_dir, REPLAY_CHECKPOINT_DIR))
   address = f'localhost:{server.port}'
-  stop_event = threading.Event()
-  actors = _start_actors(settings, address, root_dir, stop_event)
+  actors = ActorPool(settings, address, root_dir)
   try:
-    return learner_lib.run_learner(
-        settings, address, root_dir,
-        health_check=functools.partial(_health_check, actors))
+    return learner_lib.run_learner(settings, address, root_dir, actors=actors)
   finally:
-    _stop_actors(actors, stop_event, settings.shutdown_timeout_seconds)
+    actors.stop(settings.shutdown_timeout_seconds)
     server.stop()
 
 

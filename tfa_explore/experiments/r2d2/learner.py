@@ -12,14 +12,23 @@ The run directory, checkpoints, exports, evaluation and progress line are
 the run kit's (`experiments.run_kit`), as in the on-policy loop; the
 checkpoint holds the agent (online and target networks, optimizer), the
 train step, env steps, episodes, and the replay strategy's learner state.
-Replay content is not checkpointed: a resumed learner refills the table
-from the actors.
+With `checkpoint_replay` each checkpoint is followed by one of the Reverb
+server's tables (the server restores them when restarted on the same
+directory, `Builder.make_replay_server`).
+
+Faults. A replay server that stops answering is waited for
+(`retry.ServerWait`: back-off, a log line per retry, at most
+`replay_retry_seconds`); then the learner starts a new sample iterator,
+publishes its weights again (a restored server holds those of its last
+checkpoint) and carries on. On one machine the launcher's actor pool
+restarts dead actors; the learner asks it to look at every iteration and
+writes the restarts (`Actors/restarts`).
 """
 
 import collections
 import contextlib
 import time
-from typing import Callable, Dict, Optional
+from typing import Any, Dict, Optional
 
 from absl import logging
 import numpy as np
@@ -31,10 +40,12 @@ from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
+from tfa_explore.experiments.r2d2 import retry
 from tfa_explore.utils import summaries
 
 REPLAY = 'Replay'
 ACTOR = 'Actor'
+ACTORS = 'Actors'
 
 
 class ProgressReader:
@@ -84,7 +95,7 @@ class Learner:
   """The learner of one run; `run()` trains until the budget is spent."""
 
   def __init__(self, settings, replay_server: str, root_dir: str,
-               health_check: Optional[Callable[[], None]] = None):
+               actors: Optional[Any] = None):
     """Builds the agent, the run directory and the replay side; resumes.
 
     Args:
@@ -92,14 +103,19 @@ class Learner:
       replay_server: 'host:port' of the Reverb server.
       root_dir: run directory (`run_kit` layout); resumes from its latest
         checkpoint.
-      health_check: optional callable, called whenever no sample arrived
-        for `sample_timeout_seconds`; raises if the actors are gone.
+      actors: optional pool of this machine's actors
+        (`launcher.ActorPool`): `check()` is called at every iteration
+        and whenever no sample arrived for `sample_timeout_seconds` (it
+        restarts dead actors, and raises once they cannot be restarted);
+        `restarts` is written as `Actors/restarts`.
     """
     tf.random.set_seed(settings.seed)
     np.random.seed(settings.seed % 2**32)
     self._settings = settings
     self._replay_server = replay_server
-    self._health_check = health_check
+    self._actors = actors
+    self._server_wait = retry.ServerWait(replay_server, 'learner',
+                                         settings.replay_retry_seconds)
     builder = builder_lib.Builder(settings)
     self._replay = settings.replay
     self.run_dir = run_kit.RunDirectory(root_dir)
@@ -113,6 +129,9 @@ class Learner:
     num_episodes = tf.Variable(0, dtype=tf.int64, name='num_episodes')
 
     self._client = reverb.Client(replay_server)
+    if not retry.reachable(replay_server):
+      self._server_wait.wait(ConnectionError(
+          f'no Reverb server at {replay_server} yet'))
     builder.check_server(self._client, self._shared_state)
     self._variables = builder_lib.SharedVariables(replay_server,
                                                   self._shared_state)
@@ -162,7 +181,7 @@ class Learner:
       # The actors' first weights, evaluated and saved so that a resume
       # does not pre-train again.
       self._last_eval = self._evaluator(int(self.env_steps))
-      self._checkpointer.save()
+      self.checkpoint()
 
   def publish(self) -> None:
     """Pushes weights and counters to the actors."""
@@ -197,6 +216,8 @@ class Learner:
             np.mean(self._progress.recent_lengths))
       summaries.scalars(summaries.METRICS, metrics, step=env_steps)
       summaries.scalars(REPLAY, self._replay_rates(), step=env_steps)
+      if self._actors is not None:
+        tf.summary.scalar(f'{ACTORS}/restarts', self._actors.restarts)
       for slot, returns in sorted(self._progress.slot_returns.items()):
         if returns:
           tf.summary.scalar(f'{ACTOR}/{slot}/AverageReturn',
@@ -209,7 +230,22 @@ class Learner:
     self._last_eval = self._evaluator(int(self.env_steps))
 
   def checkpoint(self) -> None:
+    """A checkpoint of the learner, then one of the replay tables."""
     self._checkpointer.save()
+    self.checkpoint_replay()
+
+  def checkpoint_replay(self) -> None:
+    """The Reverb server checkpoints its tables (with `checkpoint_replay`).
+
+    After the learner's own checkpoint: a kill between the two leaves
+    replay one interval older than the learner, which the actors refill.
+    """
+    if not self._settings.checkpoint_replay:
+      return
+    start = time.time()
+    path = self._client.checkpoint()
+    logging.info('Replay tables checkpointed in %.1f s (%s).',
+                 time.time() - start, path.rstrip('/').rpartition('/')[2])
 
   def finish(self) -> Dict[str, float]:
     """Publishes `finished`, evaluates and saves a last time, frees actors."""
@@ -217,6 +253,8 @@ class Learner:
     self.publish()
     final = run_kit.finish(self._evaluator, self._checkpointer, self.run_dir,
                            int(self.env_steps), self._last_eval)
+    # Before the actors are released: that empties the agent table.
+    self.checkpoint_replay()
     self.write_summaries()
     self.run_dir.flush()
     self._release_actors()
@@ -236,32 +274,57 @@ class Learner:
                                        settings.log_interval)
     self.read_progress()
     while int(self.env_steps) < settings.num_env_steps:
-      steps, train_steps = int(self.env_steps), int(self.train_step)
-      self.train_iteration()
-      self.read_progress()
-      now_steps, now_train_steps = int(self.env_steps), int(self.train_step)
-      progress_log.iteration_done(now_steps,
-                                  {'learner steps': now_train_steps})
-      if run_kit.crossed(train_steps, now_train_steps,
-                         settings.variable_push_period):
-        self.publish()
-      if run_kit.crossed(train_steps, now_train_steps,
-                         settings.summary_interval):
-        self.write_summaries()
-      if run_kit.crossed(steps, now_steps, settings.log_interval):
-        progress_log.log(now_steps, {
-            'train step': f'{now_train_steps:,}',
-            'recent return': '%.2f' % self._progress.recent_return(),
-            'loss': '%.4f' % (float(self._loss_info.loss)
-                              if self._loss_info is not None
-                              else float('nan')),
-        }, counters={'learner steps': now_train_steps})
-        self.run_dir.train_writer.flush()
-      if run_kit.crossed(steps, now_steps, settings.eval_interval):
-        self.evaluate()
-      if run_kit.crossed(steps, now_steps, settings.checkpoint_interval):
-        self.checkpoint()
+      try:
+        self._iteration(progress_log)
+      except Exception as e:  # pylint: disable=broad-except
+        self._reconnect(e)
     return self.finish()
+
+  def _reconnect(self, error: Exception) -> None:
+    """Waits for a lost server (else raises `error`), then carries on.
+
+    A new sample iterator, and the weights published again: a restored
+    server holds those of its last checkpoint.
+    """
+    while True:
+      self._server_wait.wait(error)  # raises unless the server was lost
+      self._iterator = None
+      try:
+        self.publish()
+        return
+      except Exception as e:  # pylint: disable=broad-except
+        error = e
+
+  def _iteration(self, progress_log) -> None:
+    """One iteration of `run`: train, read progress, what is due."""
+    settings = self._settings
+    if self._actors is not None:
+      self._actors.check()
+    steps, train_steps = int(self.env_steps), int(self.train_step)
+    self.train_iteration()
+    self.read_progress()
+    now_steps, now_train_steps = int(self.env_steps), int(self.train_step)
+    progress_log.iteration_done(now_steps,
+                                {'learner steps': now_train_steps})
+    if run_kit.crossed(train_steps, now_train_steps,
+                       settings.variable_push_period):
+      self.publish()
+    if run_kit.crossed(train_steps, now_train_steps,
+                       settings.summary_interval):
+      self.write_summaries()
+    if run_kit.crossed(steps, now_steps, settings.log_interval):
+      progress_log.log(now_steps, {
+          'train step': f'{now_train_steps:,}',
+          'recent return': '%.2f' % self._progress.recent_return(),
+          'loss': '%.4f' % (float(self._loss_info.loss)
+                            if self._loss_info is not None
+                            else float('nan')),
+      }, counters={'learner steps': now_train_steps})
+      self.run_dir.train_writer.flush()
+    if run_kit.crossed(steps, now_steps, settings.eval_interval):
+      self.evaluate()
+    if run_kit.crossed(steps, now_steps, settings.checkpoint_interval):
+      self.checkpoint()
 
   # --- helpers --------------------------------------------------------------
 
@@ -296,8 +359,8 @@ class Learner:
             'No replay sample for %.0f s (%d items in the agent table).',
             self._settings.sample_timeout_seconds,
             self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
-        if self._health_check is not None:
-          self._health_check()
+        if self._actors is not None:
+          self._actors.check()
         self.read_progress()
         if int(self.env_steps) >= self._settings.num_env_steps:
           return None
@@ -324,10 +387,10 @@ class Learner:
           settings.shutdown_timeout_seconds)
 
 
-def run_learner(settings, replay_server, root_dir, health_check=None):
+def run_learner(settings, replay_server, root_dir, actors=None):
   """`Learner(...).run()`: the final evaluation dict.
 
   {'AverageReturn', 'AverageEpisodeLength', 'EnvironmentSteps'}
   (+ 'SuccessRate' with `eval_success_threshold`).
   """
-  return Learner(settings, replay_server, root_dir, health_check).run()
+  return Learner(settings, replay_server, root_dir, actors).run()

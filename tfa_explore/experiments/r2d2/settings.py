@@ -64,6 +64,15 @@ class Settings:
     shutdown_timeout_seconds: how long a finished learner waits for the
       actors to stop, and an actor for its last writes.
     max_checkpoints_to_keep: older checkpoints are deleted.
+    checkpoint_replay: at every checkpoint the learner also has the Reverb
+      server checkpoint its tables (into root_dir/replay_checkpoints on one
+      machine, `--checkpoint_dir` of train/replay_server.py), so a resumed
+      run starts from the replay it had. Off for tables too large to copy
+      at every checkpoint.
+    replay_retry_seconds: how long an actor or the learner keeps retrying
+      an unreachable replay server (with back-off) before it gives up.
+    max_actor_restarts: on one machine, dead actors (threads or processes)
+      are restarted until this many restarts in total; then the run stops.
     replay: the replay strategy (`replay.ReplayStrategy`): None or
       `AgentReplay()` for R2D2, `@r2d3.DemonstrationReplay()` for R2D3.
     eval_success_threshold: if set, evaluations also report `SuccessRate`,
@@ -93,6 +102,9 @@ class Settings:
   sample_timeout_seconds: float = 60.0
   shutdown_timeout_seconds: float = 30.0
   max_checkpoints_to_keep: int = 3
+  checkpoint_replay: bool = True
+  replay_retry_seconds: float = 600.0
+  max_actor_restarts: int = 20
   replay: Optional[replay_lib.ReplayStrategy] = None
   eval_success_threshold: Optional[float] = None
 
@@ -112,6 +124,11 @@ class Settings:
       value = getattr(self, name)
       if value < 1:
         raise ValueError(f'r2d2.Settings.{name} must be >= 1, got {value}.')
+    if self.max_actor_restarts < 0 or self.replay_retry_seconds < 0:
+      raise ValueError(
+          'r2d2.Settings.max_actor_restarts and replay_retry_seconds must be '
+          f'>= 0, got {self.max_actor_restarts} and '
+          f'{self.replay_retry_seconds}.')
     if self.samples_per_insert <= 0:
       raise ValueError('r2d2.Settings.samples_per_insert must be > 0, got '
                        f'{self.samples_per_insert}.')
