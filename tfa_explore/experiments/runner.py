@@ -131,22 +131,22 @@ def run(root_dir: str, gin_files: Sequence[str],
       raise
 
 
-def _traceback_requested() -> bool:
-  return flags.FLAGS.is_parsed() and console.VERBOSE.value
+def exit_with_config_error(error: ConfigError) -> None:
+  """Prints `ERROR: <message>` (the traceback first with --verbose); exit 2.
+
+  No traceback by default: the message says what to fix
+  (`errors.user_message` drops gin's "In call to configurable" lines).
+  """
+  if flags.FLAGS.is_parsed() and console.VERBOSE.value:
+    traceback.print_exception(error)
+  print(f'ERROR: {errors.user_message(error)}', file=sys.stderr)
+  sys.exit(CONFIG_ERROR_EXIT_CODE)
 
 
 def main_or_exit(root_dir: str, gin_files: Sequence[str],
                  gin_bindings: Sequence[str]) -> None:
-  """`run`; a ConfigError prints `ERROR: <message>` and exits with code 2.
-
-  No traceback: the message says what to fix (`errors.user_message` drops
-  gin's "In call to configurable" lines). `--verbose` prints the traceback
-  first, for debugging.
-  """
+  """`run`; a ConfigError exits with code 2 (`exit_with_config_error`)."""
   try:
     run(root_dir, gin_files, gin_bindings)
   except ConfigError as e:
-    if _traceback_requested():
-      traceback.print_exc()
-    print(f'ERROR: {errors.user_message(e)}', file=sys.stderr)
-    sys.exit(CONFIG_ERROR_EXIT_CODE)
+    exit_with_config_error(e)
