@@ -54,8 +54,10 @@ class Kill:
 class Report:
   kills: List[Kill]
   learner_exit_code: Optional[int]
+  learner_steps_at_kill: int
   actor_exit_codes: List[Optional[int]]
   final_env_steps: int
+  final_learner_steps: int
   final_episodes: int
   seconds: float
   log_dir: str
@@ -150,6 +152,7 @@ class _Roles:
 def run_three_role_scenario(gin_file: str, workdir: str, port: int,
                             num_actors: int = 2,
                             kill_steps=(200, 600, 1000),
+                            learner_lead: int = 100,
                             timeout_seconds: float = 600) -> Report:
   """Runs the scenario; see the module docstring.
 
@@ -161,6 +164,8 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     num_actors: actor processes (the gin file's `num_actors`).
     kill_steps: learner checkpoint env steps at (or after) which the actor
       0, the replay server and the learner are killed.
+    learner_lead: the learner is killed once its progress line shows this
+      many env steps past its checkpoint (what a kill then loses).
     timeout_seconds: the whole scenario's bound.
 
   Returns:
@@ -222,9 +227,9 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     roles.kill('replay_server')
     time.sleep(2.0)  # the others notice and start waiting
     roles.start('replay_server')
-    wait_until(lambda: 'Reverb server on port' in roles.log('replay_server')
-               .rpartition('Reverb tables restored')[2],
-               'the restarted replay server')
+    # Its log is appended to: the second start line is the restarted one.
+    wait_until(lambda: roles.log('replay_server').count(
+        'Reverb server on port') >= 2, 'the restarted replay server')
     restored = re.findall(rf'{AGENT_TABLE} ([\d,]+) items',
                           roles.log('replay_server'))
     kill.items_restored = (int(restored[-1].replace(',', ''))
@@ -234,14 +239,22 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     kill.seconds_to_recover = time.monotonic() - killed_at
     kills.append(kill)
 
-    # 3. The learner: restarted, it resumes from its checkpoint.
+    # 3. The learner, between two checkpoints: restarted, it resumes from
+    # the last one.
     wait_until(lambda: checkpoint_step(root_dir) >= kill_steps[2],
                f'a learner checkpoint at env step >= {kill_steps[2]}')
-    progress = re.findall(r'env steps ([\d,]+)/', roles.log('learner'))
     kill = Kill('learner', checkpoint_step(root_dir))
+    train_steps = re.findall(r'train step ([\d,]+)', roles.log('learner'))
+
+    def progress_steps():
+      steps = re.findall(r'env steps ([\d,]+)/', roles.log('learner'))
+      return int(steps[-1].replace(',', '')) if steps else 0
+    wait_until(lambda: progress_steps() >= kill.at_env_step + learner_lead,
+               f'learner progress {learner_lead} env steps past its '
+               'checkpoint')
+    last_seen = progress_steps()
     killed_at = time.monotonic()
     roles.kill('learner')
-    last_seen = int(progress[-1].replace(',', '')) if progress else 0
     roles.start('learner')
     wait_for_next_checkpoint(kill.at_env_step,
                              'a checkpoint of the restarted learner')
@@ -268,6 +281,9 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     metrics = final_metrics(os.path.join(root_dir, 'train'))
     return Report(
         kills=kills, learner_exit_code=learner_code,
+        learner_steps_at_kill=(int(train_steps[-1].replace(',', ''))
+                               if train_steps else 0),
+        final_learner_steps=int(metrics.get('Metrics/LearnerSteps', -1)),
         actor_exit_codes=actor_codes,
         final_env_steps=int(metrics.get('Metrics/EnvironmentSteps', -1)),
         final_episodes=int(metrics.get('Metrics/NumberOfEpisodes', -1)),

@@ -191,6 +191,20 @@ class Builder:
     self.settings = settings
     self.replay = settings.replay
 
+  def check_setup(self) -> None:
+    """The replay strategy's checks of the env and its inputs (one env).
+
+    Raises:
+      errors.ConfigError: e.g. a continuous action space, a demonstration
+        file that does not fit (R2D3 reads all of it).
+    """
+    env = self.settings.env_loader(seed=self.settings.seed)
+    try:
+      self.replay.check_setup(env.time_step_spec(), env.action_spec(),
+                              getattr(env, 'env_id', None))
+    finally:
+      env.close()
+
   def make_agent(self, train_step: Optional[tf.Variable] = None,
                  env=None) -> Tuple[Optional[str], Any]:
     """(env id or None, agent) built from the specs of `env`.

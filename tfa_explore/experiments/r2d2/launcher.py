@@ -14,7 +14,6 @@ on tables, specs and schedules.
 
 import multiprocessing
 import os
-import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Sequence
@@ -187,12 +186,7 @@ def train_eval(root_dir: str,
   builder = builder_lib.Builder(settings)
   # Before any actor starts: actors block until the learner's first
   # weights, so a bad input found by the learner would keep them waiting.
-  env = settings.env_loader(seed=settings.seed)
-  try:
-    settings.replay.check_setup(env.time_step_spec(), env.action_spec(),
-                                getattr(env, 'env_id', None))
-  finally:
-    env.close()
+  builder.check_setup()
   server = builder.make_replay_server(
       checkpoint_dir=os.path.join(root_dir, REPLAY_CHECKPOINT_DIR))
   address = f'localhost:{server.port}'
@@ -215,6 +209,4 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
     runner.parse_gin(gin_files, gin_bindings)
     return job(settings_lib.from_gin())
   except errors.ConfigError as e:
-    logging.error('%s', e)
-    print(f'ERROR: {e}', file=sys.stderr)
-    sys.exit(errors.CONFIG_ERROR_EXIT_CODE)
+    runner.exit_with_config_error(e)

@@ -38,6 +38,7 @@ from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.experiments.r2d2 import retry
@@ -117,6 +118,8 @@ class Learner:
     self._server_wait = retry.ServerWait(replay_server, 'learner',
                                          settings.replay_retry_seconds)
     builder = builder_lib.Builder(settings)
+    # Before anything is built or written: bad input is one clear error.
+    builder.check_setup()
     self._replay = settings.replay
     self.run_dir = run_kit.RunDirectory(root_dir)
 
@@ -393,4 +396,7 @@ def run_learner(settings, replay_server, root_dir, actors=None):
   {'AverageReturn', 'AverageEpisodeLength', 'EnvironmentSteps'}
   (+ 'SuccessRate' with `eval_success_threshold`).
   """
-  return Learner(settings, replay_server, root_dir, actors).run()
+  # Held to the end: `run_kit.finish` releases the run directory's hold
+  # before the last replay checkpoint and the actors' release.
+  with run_lock.RunLock(root_dir):
+    return Learner(settings, replay_server, root_dir, actors).run()
