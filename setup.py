@@ -33,5 +33,8 @@ setuptools.setup(
         'test': ['pytest', 'pytest-timeout'],
         # benchmarks/rnd_ppo_benchmark.py draws learning curves.
         'bench': ['matplotlib'],
+        # train/ray_launch.py. 2.40 resolves with TF 2.15's protobuf 4.25
+        # and grpcio (docs/distributed.md).
+        'ray': ['ray==2.40.0'],
     },
 )

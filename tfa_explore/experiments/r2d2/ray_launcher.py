@@ -1,0 +1,189 @@
+"""R2D2-family runs on a Ray cluster (`pip install tfa_explore[ray]`).
+
+The three roles of `train/replay_server.py`, `train/learner.py` and
+`train/actor.py` as Ray actors, started by one command on the head node
+(`train/ray_launch.py`) with the run's gin file:
+
+* the replay server, on the head node (its address must not move), with
+  its tables checkpointed under root_dir/replay_checkpoints;
+* the learner, on the head node (it writes root_dir);
+* `r2d2.Settings.num_actors` actors, wherever the cluster has room.
+
+Ray restarts a role whose process dies (`max_restarts`) and calls its
+`run` again (`max_task_retries`): a restarted replay server restores its
+tables, a restarted learner resumes from its checkpoint, a restarted actor
+seeds its envs anew; the others ride out the gap (`retry.ServerWait`).
+Every role parses the same gin config, so they agree on every setting as
+the binaries do. The Ray cluster's own failures (the head node, GCS) are
+Ray's to handle, not ours.
+
+Resources per role are gin settings (`r2d2.RayResources.*`); they are
+Ray's logical resources, so a local cluster (no `--ray_address`) gets as
+many logical CPUs as the roles ask for.
+"""
+
+import dataclasses
+import math
+import os
+import time
+from typing import Dict, Optional
+
+from absl import logging
+import gin
+import portpicker
+import ray
+from ray.util import scheduling_strategies
+
+from tfa_explore.experiments.r2d2 import actor as actor_lib
+from tfa_explore.experiments.r2d2 import builder as builder_lib
+from tfa_explore.experiments.r2d2 import launcher
+from tfa_explore.experiments.r2d2 import learner as learner_lib
+from tfa_explore.experiments.r2d2 import settings as settings_lib
+
+
+@gin.configurable(module='r2d2')
+@dataclasses.dataclass(frozen=True)
+class RayResources:
+  """What each role asks Ray for, and how often Ray may restart it.
+
+  Attributes:
+    actor_num_cpus: logical CPUs per actor (`Settings.envs_per_actor`
+      envs and one policy).
+    learner_num_cpus: logical CPUs of the learner.
+    learner_num_gpus: GPUs of the learner.
+    replay_server_num_cpus: logical CPUs of the Reverb server.
+    max_restarts: restarts Ray grants each role (-1: no limit).
+  """
+  actor_num_cpus: float = 1.0
+  learner_num_cpus: float = 1.0
+  learner_num_gpus: float = 0.0
+  replay_server_num_cpus: float = 1.0
+  max_restarts: int = -1
+
+
+def _settings_from(config_str: str):
+  # The config string starts with the gin file's imports, which register
+  # every configurable it names.
+  gin.parse_config(config_str)
+  return settings_lib.from_gin()
+
+
+class _Role:
+  """A Ray actor that runs one role from the run's gin config."""
+
+  def __init__(self, config_str: str):
+    self.settings = _settings_from(config_str)
+
+  def pid(self) -> int:
+    return os.getpid()
+
+
+class ReplayServerRole(_Role):
+
+  def __init__(self, config_str: str, port: int, checkpoint_dir: str):
+    super().__init__(config_str)
+    self._server = builder_lib.Builder(self.settings).make_replay_server(
+        port, checkpoint_dir)
+
+  def ready(self) -> bool:
+    return True
+
+
+class LearnerRole(_Role):
+
+  def run(self, replay_server: str, root_dir: str) -> Dict[str, float]:
+    return learner_lib.run_learner(self.settings, replay_server, root_dir)
+
+
+class ActorRole(_Role):
+
+  def run(self, task: int, replay_server: str, root_dir: str) -> int:
+    # A restarted actor (same task, so the same epsilons) seeds its envs
+    # anew: Ray does not tell which restart this is, the new pid differs.
+    context = ray.get_runtime_context()
+    incarnation = os.getpid() if context.was_current_actor_reconstructed else 0
+    return actor_lib.run_actor(self.settings, task, replay_server, root_dir,
+                               incarnation=incarnation)
+
+
+def _head_node_strategy():
+  """Pins a role to this (the head) node."""
+  return scheduling_strategies.NodeAffinitySchedulingStrategy(
+      node_id=ray.get_runtime_context().get_node_id(), soft=False)
+
+
+def train_eval(root_dir: str, ray_address: Optional[str] = None,
+               settings: Optional[settings_lib.Settings] = None,
+               resources: Optional[RayResources] = None
+               ) -> Dict[str, float]:
+  """Runs the gin-configured R2D2/R2D3 experiment on a Ray cluster.
+
+  Args:
+    root_dir: run directory on the head node (the learner's `run_kit`
+      layout, replay_checkpoints/, actors/<i>/ of the actors on this node).
+    ray_address: the cluster to join ('auto', 'ray://host:port'); None
+      starts a local one with the logical CPUs the roles ask for.
+    settings: the run's `Settings`; None builds them from gin.
+    resources: `RayResources`; None builds them from gin.
+
+  Returns:
+    The learner's final evaluation.
+  """
+  settings = settings or settings_lib.from_gin()
+  resources = resources or RayResources()
+  builder_lib.Builder(settings).check_setup()
+  config_str = gin.config_str()
+  started_here = not ray.is_initialized()
+  if started_here:
+    if ray_address is None:
+      num_cpus = math.ceil(resources.replay_server_num_cpus +
+                           resources.learner_num_cpus +
+                           settings.num_actors * resources.actor_num_cpus)
+      ray.init(num_cpus=num_cpus, include_dashboard=False)
+    else:
+      ray.init(address=ray_address)
+  root_dir = os.path.abspath(root_dir)
+  os.makedirs(root_dir, exist_ok=True)
+  port = portpicker.pick_unused_port()
+  address = f'{ray.util.get_node_ip_address()}:{port}'
+  # max_concurrency 2: `pid` answers while `run` runs (fault injection).
+  restarts = dict(max_restarts=resources.max_restarts, max_task_retries=-1,
+                  max_concurrency=2)
+  server = ray.remote(ReplayServerRole).options(
+      name='r2d2_replay_server', num_cpus=resources.replay_server_num_cpus,
+      scheduling_strategy=_head_node_strategy(), **restarts).remote(
+          config_str, port,
+          os.path.join(root_dir, launcher.REPLAY_CHECKPOINT_DIR))
+  actors = []
+  learner = None
+  try:
+    ray.get(server.ready.remote())
+    logging.info('Ray: replay server at %s; starting the learner and %d '
+                 'actors.', address, settings.num_actors)
+    learner = ray.remote(LearnerRole).options(
+        name='r2d2_learner', num_cpus=resources.learner_num_cpus,
+        num_gpus=resources.learner_num_gpus,
+        scheduling_strategy=_head_node_strategy(), **restarts).remote(
+            config_str)
+    actors = [
+        ray.remote(ActorRole).options(
+            name=f'r2d2_actor_{task}', num_cpus=resources.actor_num_cpus,
+            **restarts).remote(config_str)
+        for task in range(settings.num_actors)]
+    actor_runs = [actor.run.remote(task, address, root_dir)
+                  for task, actor in enumerate(actors)]
+    result = ray.get(learner.run.remote(address, root_dir))
+    # Actors stop once they read `finished` at their next weight pull.
+    _, pending = ray.wait(actor_runs, num_returns=len(actor_runs),
+                          timeout=settings.shutdown_timeout_seconds)
+    if pending:
+      logging.warning('%d actors did not stop within %.0f s; killed.',
+                      len(pending), settings.shutdown_timeout_seconds)
+    return result
+  finally:
+    for handle in actors + [learner, server]:
+      if handle is not None:
+        ray.kill(handle, no_restart=True)
+    if started_here:
+      time.sleep(0.5)  # let the kills land before the cluster goes
+      ray.shutdown()
