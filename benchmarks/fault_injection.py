@@ -8,9 +8,12 @@ The three binaries on loopback (`tfa_explore.testing.faults`): actor 0,
 then the replay server, then the learner are SIGKILLed at (or after) the
 learner checkpoints at `--kill_steps` and restarted as a supervisor would.
 The learner is killed half a checkpoint interval after its checkpoint.
-Printed: per kill, the time until the next learner checkpoint, the env
-steps or replay items lost, and at the end whether the run reached its
-budget with counters that add up. docs/distributed.md holds the table.
+Printed: per kill, the time until the role works again (a restarted
+actor waits for weights; the learner's retries reach the restarted
+server; a restarted learner ends its first iteration) and until the next
+learner checkpoint, the env steps or replay items lost, and at the end
+whether the run reached its budget with counters that add up.
+docs/distributed.md holds the table.
 """
 
 import os
@@ -58,9 +61,9 @@ def main(argv):
       timeout_seconds=3600)
   print(f'gin: {_GIN_FILE.value}, budget {_NUM_ENV_STEPS.value:,} env '
         f'steps, checkpoint every {_CHECKPOINT_INTERVAL.value:,}')
-  print('| killed | at learner checkpoint (env step) | seconds to the next '
-        'learner checkpoint | lost |')
-  print('|---|---|---|---|')
+  print('| killed | at learner checkpoint (env step) | role back after (s) | '
+        'next learner checkpoint after (s) | lost |')
+  print('|---|---|---|---|---|')
   for kill in report.kills:
     if kill.role == 'learner':
       lost = (f'{kill.env_steps_lost:,} env steps counted since its '
@@ -72,7 +75,8 @@ def main(argv):
     else:
       lost = 'its unreported env steps (< actor_update_period)'
     print(f'| {kill.role} | {kill.at_env_step:,} | '
-          f'{kill.seconds_to_recover:.1f} | {lost} |')
+          f'{kill.seconds_role_back:.1f} | {kill.seconds_to_recover:.1f} | '
+          f'{lost} |')
   print(f'learner exit code {report.learner_exit_code}, actors '
         f'{report.actor_exit_codes}; final env steps '
         f'{report.final_env_steps:,}, episodes {report.final_episodes:,}, '

@@ -156,6 +156,18 @@ class SingleMachineTest(_TestCase):
     train_steps = int(train['Metrics/LearnerSteps'][-1][1])
     self.assertGreater(train_steps, 0)
 
+    # A rerun of the finished run returns its final eval and writes no
+    # second point at the same env step.
+    gin.clear_config()
+    runner.parse_gin([self.gin_file], [])
+    self.assertEqual(r2d2.train_eval(root_dir=root_dir), result)
+    self.assertEqual(read_events(os.path.join(root_dir, 'eval')).keys(),
+                     evals.keys())
+    self.assertLen(read_events(os.path.join(root_dir, 'eval'))[
+        'Metrics/AverageReturn'], len(evals['Metrics/AverageReturn']))
+    self.assertLen(read_events(os.path.join(root_dir, 'train'))[
+        'Metrics/EnvironmentSteps'], len(train['Metrics/EnvironmentSteps']))
+
     # Resume with a larger budget: the counters continue.
     gin.clear_config()
     runner.parse_gin([self.gin_file], ['NUM_ENV_STEPS = 200'])

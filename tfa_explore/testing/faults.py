@@ -45,6 +45,10 @@ class Kill:
   role: str
   at_env_step: int  # the learner's latest checkpoint when killed
   seconds_to_recover: float = float('nan')  # to the next learner checkpoint
+  # Until the role works again: a restarted actor waits for weights, the
+  # learner's and actors' retries reach the restarted server, a restarted
+  # learner ends its first iteration.
+  seconds_role_back: float = float('nan')
   env_steps_lost: Optional[int] = None  # learner: since its checkpoint
   items_before: Optional[int] = None  # replay server: agent table
   items_restored: Optional[int] = None
@@ -212,7 +216,11 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     wait_for_next_checkpoint(kill.at_env_step,
                              'a learner checkpoint with actor 0 dead')
     kill.seconds_to_recover = time.monotonic() - killed_at
+    restarted_at = time.monotonic()
     roles.start('actor_0', ['--incarnation=1'])
+    wait_until(lambda: 'restart 1) waiting' in roles.log('actor_0'),
+               'the restarted actor 0')
+    kill.seconds_role_back = time.monotonic() - restarted_at
     kills.append(kill)
 
     # 2. The replay server, at a replay checkpoint; restarted from it.
@@ -237,6 +245,9 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     wait_for_next_checkpoint(kill.at_env_step,
                              'a learner checkpoint after the server restart')
     kill.seconds_to_recover = time.monotonic() - killed_at
+    back = re.findall(r'the learner carries on after (\d+) s',
+                      roles.log('learner'))
+    kill.seconds_role_back = float(back[-1]) if back else float('nan')
     kills.append(kill)
 
     # 3. The learner, between two checkpoints: restarted, it resumes from
@@ -256,6 +267,9 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     killed_at = time.monotonic()
     roles.kill('learner')
     roles.start('learner')
+    wait_until(lambda: roles.log('learner').count('First iteration done') >= 2,
+               'the first iteration of the restarted learner')
+    kill.seconds_role_back = time.monotonic() - killed_at
     wait_for_next_checkpoint(kill.at_env_step,
                              'a checkpoint of the restarted learner')
     kill.seconds_to_recover = time.monotonic() - killed_at

@@ -163,6 +163,7 @@ class Learner:
     self._last_eval = None
     self._loss_info = None
     self._start_time = time.time()
+    self._train_step_at_start = int(self.train_step)
 
   # --- named steps ----------------------------------------------------------
 
@@ -258,7 +259,10 @@ class Learner:
                            int(self.env_steps), self._last_eval)
     # Before the actors are released: that empties the agent table.
     self.checkpoint_replay()
-    self.write_summaries()
+    if int(self.train_step) != self._train_step_at_start:
+      # A rerun of a finished run trained nothing: no second point at the
+      # same env step.
+      self.write_summaries()
     self.run_dir.flush()
     self._release_actors()
     logging.info('Learner finished at env step %s, train step %s.',
