@@ -329,6 +329,35 @@ class TrainTest(support.TestCase):
       self.assertAllEqual(target, online)
     self.assertNotAllClose(agent.q_network.variables[0], initial[0])
 
+  def test_jit_compiled_training_matches_the_plain_one(self):
+    # Same initial weights, same batches: XLA changes the order of float
+    # operations only.
+    agents = [support.make_agent(target_update_period=2,
+                                 gradient_clipping=1.0,
+                                 jit_compile=jit_compile)
+              for jit_compile in (False, True)]
+    plain, compiled = agents
+    _copy_weights(plain, compiled)
+    sequences = support.random_sequences(agent=plain,
+                                         step_types=[[F, M, M, L, F, M, M]] * 3,
+                                         seed=12)
+    sample_info = _sample_info(probabilities=[0.25, 0.5, 0.25],
+                               table_size=8)
+    batch = r2d2_agent.PrioritizedSequences(sequences, sample_info)
+    for step in range(3):
+      plain_info = plain.train(batch)
+      compiled_info = compiled.train(batch)
+      self.assertAllClose(plain_info.loss, compiled_info.loss, rtol=1e-5,
+                          msg=f'step {step}')
+      self.assertAllClose(plain_info.extra.priorities,
+                          compiled_info.extra.priorities, rtol=1e-5)
+    for a, b in zip(plain.q_network.variables + plain.target_q_network.variables,
+                    compiled.q_network.variables +
+                    compiled.target_q_network.variables):
+      self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
+    self.assertNotAllClose(plain.q_network.variables[0],
+                           plain.target_q_network.variables[0])
+
   def test_importance_weights_from_sample_info(self):
     agent = support.make_agent()
     sequences = support.random_sequences(agent, [[M] * 7] * 2, seed=7)
@@ -419,6 +448,13 @@ class PolicyTest(support.TestCase):
     self.assertAllEqual(step.action, expected.action)
     self.assertAllClose(step.state['network_state'],
                         expected.state['network_state'])
+
+
+def _copy_weights(source, destination):
+  for network in ('q_network', 'target_q_network'):
+    for a, b in zip(getattr(source, network).variables,
+                    getattr(destination, network).variables):
+      b.assign(a)
 
 
 def _sample_info(probabilities, table_size):

@@ -116,6 +116,24 @@ class R2D3TrainTest(support.TestCase):
                 'Q/other_actions', 'Losses/td_loss'):
       self.assertIn(tag, tags)
 
+  def test_jit_compiled_training_matches_the_plain_one(self):
+    plain, compiled = [support.make_agent(jit_compile=jit_compile)
+                       for jit_compile in (False, True)]
+    for network in ('q_network', 'target_q_network'):
+      for a, b in zip(getattr(plain, network).variables,
+                      getattr(compiled, network).variables):
+        b.assign(a)
+    trajectory = r2d2_support.random_sequences(plain, STEP_TYPES, seed=22)
+    batch = _mixed(trajectory, [True, False, True, False])
+    for _ in range(2):
+      plain_info = plain.train(batch)
+      compiled_info = compiled.train(batch)
+      self.assertAllClose(plain_info.loss, compiled_info.loss, rtol=1e-5)
+      self.assertAllClose(plain_info.extra.margin_loss,
+                          compiled_info.extra.margin_loss, rtol=1e-5)
+    for a, b in zip(plain.q_network.variables, compiled.q_network.variables):
+      self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
+
   def test_pretrain_without_environment(self):
     # Demonstrations come from a file; the agent is built from its specs.
     episodes, env = support.counting_episodes(num_episodes=4,
