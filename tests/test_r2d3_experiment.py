@@ -258,6 +258,33 @@ class InProcessServerTest(_TestCase):
                      expected)
     self.assertEqual(client.server_info()[demo_table].current_size, expected)
 
+  def test_demo_and_success_tables_survive_a_server_restart(self):
+    settings = self.r2d3_settings(
+        'r2d3.DemonstrationReplay.success_min_return = 21.0',
+        'r2d3.DemonstrationReplay.success_ratio = 0.5',
+        'r2d3.DemonstrationReplay.success_table_capacity = 1000')
+    checkpoint_dir = os.path.join(self.get_temp_dir(), 'replay')
+    port = portpicker.pick_unused_port()
+    server = r2d2.make_replay_server(settings, port, checkpoint_dir)
+    client = reverb.Client(f'localhost:{port}')
+    _, agent = r2d2.Builder(settings).make_agent()
+    expected = self.expected_demo_sequences(settings)
+    # The learner's preparation: demonstrations, and the success seed.
+    self.assertEqual(settings.replay.fill_table(client, agent), expected)
+    client.checkpoint()
+    server.stop()
+
+    server = r2d2.make_replay_server(settings, port, checkpoint_dir)
+    self.addCleanup(server.stop)
+    info = client.server_info()
+    self.assertEqual(info[r2d3.DEMO_TABLE].current_size, expected)
+    self.assertEqual(info[r2d3.SUCCESS_TABLE].current_size, expected)
+    # A restarted learner finds them in place and writes nothing.
+    self.assertEqual(settings.replay.fill_table(client, agent), 0)
+    self.assertEqual(
+        client.server_info()[r2d3.DEMO_TABLE].rate_limiter_info.insert_stats
+        .completed, expected)
+
   def test_actors_copy_successes_that_the_learner_samples(self):
     # Counting-v0 episodes of 6 steps return 21: with a threshold of 21
     # every actor episode is a success; the learner seeds the table with
