@@ -30,7 +30,8 @@ seconds are printed too, with the load average before and after.
   env step.
 * `rnd`: env steps per CPU-second of RND-PPO and its PPO twin (both with
   our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
-  and gin/ppo/<task>.gin).
+  and gin/ppo/<task>.gin), and of RND-PPO with its predictor's loss and
+  gradients compiled with XLA (`rnd_ppo.rnd_intrinsic_reward.jit_compile`).
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
@@ -66,7 +67,7 @@ def _cpu_seconds():
 # ------------------------------------------------------------ children ---
 
 
-def child_steady(loop, gin_file, warmup, iterations):
+def child_steady(loop, gin_file, warmup, iterations, gin_bindings=()):
   """Runs in a fresh process; prints one JSON line of timings."""
   start_wall = time.monotonic()
   import gin  # pylint: disable=g-import-not-at-top
@@ -78,7 +79,7 @@ def child_steady(loop, gin_file, warmup, iterations):
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
   from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
 
-  runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], [])
+  runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], list(gin_bindings))
 
   def setting(name):
     value = gin.query_parameter(f'on_policy.train_eval.{name}')
@@ -205,10 +206,11 @@ def _run_child(args):
   return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-def measure_steady(gin_file, loop, warmup, iterations):
+def measure_steady(gin_file, loop, warmup, iterations, gin_bindings=()):
   result = _run_child(['--child=steady', f'--loop={loop}',
                        f'--gin_file={gin_file}', f'--warmup={warmup}',
-                       f'--iterations={iterations}'])
+                       f'--iterations={iterations}'] +
+                      [f'--gin_bindings={b}' for b in gin_bindings])
   result['steps_per_cpu_second'] = result['env_steps'] / result['cpu_seconds']
   result['steps_per_second'] = result['env_steps'] / result['wall_seconds']
   return result
@@ -345,11 +347,16 @@ def _fmt(value, spec=',.0f'):
 
 
 def report_pairs(title, pairs, repeats, warmup, iterations):
-  """Runs (label, gin, loop) pairs interleaved; prints a table and ratios."""
-  results = {label: [] for label, _, _ in pairs}
+  """Runs (label, gin, loop[, bindings]) interleaved; a table and ratios.
+
+  The ratios are each label's env steps per CPU-s over the second's (the
+  reference: stock TF-Agents, the PPO twin).
+  """
+  pairs = [tuple(pair) + ((),) * (4 - len(pair)) for pair in pairs]
+  results = {label: [] for label, _, _, _ in pairs}
   for repeat in range(repeats):
-    for label, gin_file, loop in pairs:
-      result = measure_steady(gin_file, loop, warmup, iterations)
+    for label, gin_file, loop, bindings in pairs:
+      result = measure_steady(gin_file, loop, warmup, iterations, bindings)
       results[label].append(result)
       print(f'  [{title} {repeat + 1}/{repeats}] {label}: '
             f'{result["steps_per_cpu_second"]:,.0f} env steps/CPU-s, '
@@ -360,7 +367,7 @@ def report_pairs(title, pairs, repeats, warmup, iterations):
   print('| loop | env steps / CPU-s | env steps / s | start -> first train '
         'done (s) | CPU ms per iteration: collect / train (its preprocessing) |')
   print('|---|---|---|---|---|')
-  for label, _, _ in pairs:
+  for label, _, _, _ in pairs:
     split = {name: statistics.median(r['cpu_ms_per_iteration'][name]
                                      for r in results[label])
              for name in results[label][0]['cpu_ms_per_iteration']}
@@ -370,12 +377,16 @@ def report_pairs(title, pairs, repeats, warmup, iterations):
           f'| {_fmt(_median(results[label], "first_train_seconds"), ".1f")} '
           f'| {split["collect"]:.0f} / {split["train"]:.0f}'
           + (f' ({preprocessing:.0f})' if preprocessing else '') + ' |')
-  first, second = pairs[0][0], pairs[1][0]
-  ratio = (_median(results[first], 'steps_per_cpu_second') /
-           _median(results[second], 'steps_per_cpu_second'))
-  print(f'ratio {first} / {second} (env steps per CPU-s): {ratio:.2f}\n',
-        flush=True)
-  return ratio
+  reference = pairs[1][0]
+  ratios = {}
+  for label, _, _, _ in pairs:
+    if label != reference:
+      ratios[label] = (_median(results[label], 'steps_per_cpu_second') /
+                       _median(results[reference], 'steps_per_cpu_second'))
+      print(f'ratio {label} / {reference} (env steps per CPU-s): '
+            f'{ratios[label]:.2f}', flush=True)
+  print(flush=True)
+  return ratios
 
 
 def main():
@@ -392,10 +403,13 @@ def main():
   parser.add_argument('--child', help=argparse.SUPPRESS)
   parser.add_argument('--loop', help=argparse.SUPPRESS)
   parser.add_argument('--gin_file', help=argparse.SUPPRESS)
+  parser.add_argument('--gin_bindings', action='append', default=[],
+                      help=argparse.SUPPRESS)
   args = parser.parse_args()
 
   if args.child == 'steady':
-    child_steady(args.loop, args.gin_file, args.warmup, args.iterations)
+    child_steady(args.loop, args.gin_file, args.warmup, args.iterations,
+                 args.gin_bindings)
     return
   if args.child == 'components':
     child_components(args.repeats)
@@ -436,7 +450,9 @@ def main():
   if 'rnd' in measures:
     for task, (rnd_gin, twin_gin) in RND_TASKS.items():
       report_pairs(f'{task}, RND-PPO vs PPO twin, steady', [
-          ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours')],
+          ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours'),
+          ('RND-PPO, XLA predictor step', rnd_gin, 'ours',
+           ['rnd_ppo.rnd_intrinsic_reward.jit_compile = True'])],
           args.repeats, args.warmup, args.iterations)
   print(f'load average after: {os.getloadavg()}', flush=True)
 
