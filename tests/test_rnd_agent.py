@@ -390,25 +390,6 @@ class RndPPOAgentTest(_TestCase):
     with self.assertRaisesRegex(ValueError, 'intrinsic_only'):
       make_agent(self.env, rnd=False, intrinsic_only=True)
 
-  def test_jit_compiled_predictor_step_matches_the_plain_one(self):
-    observation_spec = tf.TensorSpec((3,), tf.float32)
-    plain, compiled = [
-        make_intrinsic_reward(observation_spec, jit_compile=jit_compile,
-                              predictor_update_proportion=1.0)
-        for jit_compile in (False, True)]
-    for a, b in zip(plain.variables, compiled.variables):
-      b.assign(a)
-    observations = tf.random.stateless_normal([4, 5, 3], seed=(1, 2))
-    for _ in range(3):
-      plain_loss = plain.train_step(plain.training_inputs(observations))
-      compiled_loss = compiled.train_step(
-          compiled.training_inputs(observations))
-      self.assertAllClose(plain_loss.loss, compiled_loss.loss, rtol=1e-5)
-    for a, b in zip(plain.predictor_net.variables,
-                    compiled.predictor_net.variables):
-      self.assertAllClose(a, b, rtol=1e-5, atol=1e-6)
-    self.assertNotAllClose(plain_loss.loss, 0.0)
-
   def test_networks_fn_builds_the_pair(self):
     observation_spec = self.env.observation_spec()
     rnd = rnd_ppo.RndIntrinsicReward(

@@ -38,7 +38,6 @@ def rnd_intrinsic_reward(
     adam_epsilon: float = REQUIRED,
     predictor_update_proportion: float = REQUIRED,
     observation_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
-    jit_compile: bool = False,
 ) -> intrinsic.RndIntrinsicReward:
   """Builds the RND intrinsic reward (creates its networks' variables).
 
@@ -59,7 +58,6 @@ def rnd_intrinsic_reward(
       trains on.
     observation_fn: Picks the RND input from the observation (e.g.
       `@last_frame` for frame stacks); None: the observation itself.
-    jit_compile: The predictor's loss and gradients compiled with XLA.
 
   Returns:
     A `RndIntrinsicReward`.
@@ -75,8 +73,7 @@ def rnd_intrinsic_reward(
       non_episodic=non_episodic,
       observation_clip=observation_clip,
       normalize_returns=normalize_returns,
-      predictor_update_proportion=predictor_update_proportion,
-      jit_compile=jit_compile)
+      predictor_update_proportion=predictor_update_proportion)
 
 
 @gin.configurable(module='rnd_ppo',

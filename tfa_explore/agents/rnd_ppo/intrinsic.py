@@ -177,7 +177,6 @@ class RndIntrinsicReward(IntrinsicReward):
       observation_clip: types.Float = 5.0,
       normalize_returns: bool = True,
       predictor_update_proportion: types.Float = 0.25,
-      jit_compile: bool = False,
       name: str = 'rnd_intrinsic_reward',
   ):
     """Creates the component and the variables of its networks.
@@ -210,9 +209,6 @@ class RndIntrinsicReward(IntrinsicReward):
         returns (paper: True).
       predictor_update_proportion: Fraction of each minibatch the predictor
         trains on (paper: 0.25; 1 trains on everything).
-      jit_compile: compute the predictor's loss and gradients in one
-        XLA-compiled function (its random mask drawn outside it); the same
-        maths to float tolerance, fewer ops per minibatch.
       name: Module name.
 
     Raises:
@@ -254,11 +250,6 @@ class RndIntrinsicReward(IntrinsicReward):
     self._observation_normalizer = normalizers.RndObservationNormalizer(
         input_spec, clip_value=observation_clip,
         enabled=normalize_observations)
-    self._loss_and_gradients = self._predictor_loss_and_gradients
-    if jit_compile:
-      self._loss_and_gradients = tf.function(
-          self._predictor_loss_and_gradients, jit_compile=True,
-          autograph=False)
     self._return_normalizer = normalizers.IntrinsicReturnNormalizer(discount)
 
   def _input_spec(self, observation_spec):
@@ -345,19 +336,14 @@ class RndIntrinsicReward(IntrinsicReward):
     if hasattr(self._optimizer, 'build'):
       self._optimizer.build(self._predictor_net.trainable_variables)
 
-  def _predictor_loss_and_gradients(self, inputs, targets, mask):
-    with tf.GradientTape() as tape:
-      loss = self.predictor_loss(inputs, targets, mask)
-    return loss, tape.gradient(loss,
-                               self._predictor_net.trainable_variables)
-
   def train_step(self, inputs):
     mask = maths.predictor_update_mask(tf.shape(inputs['targets'])[:-1],
                                        self._predictor_update_proportion)
-    loss, gradients = self._loss_and_gradients(inputs['inputs'],
-                                               inputs['targets'], mask)
-    self._optimizer.apply_gradients(
-        zip(gradients, self._predictor_net.trainable_variables))
+    variables = self._predictor_net.trainable_variables
+    with tf.GradientTape() as tape:
+      loss = self.predictor_loss(inputs['inputs'], inputs['targets'], mask)
+    gradients = tape.gradient(loss, variables)
+    self._optimizer.apply_gradients(zip(gradients, variables))
     return IntrinsicLoss(loss=loss, update_fraction=tf.reduce_mean(mask))
 
   def update_observation_normalizer(self, observations):
