@@ -30,8 +30,7 @@ seconds are printed too, with the load average before and after.
   env step.
 * `rnd`: env steps per CPU-second of RND-PPO and its PPO twin (both with
   our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
-  and gin/ppo/<task>.gin), and of RND-PPO with its predictor's loss and
-  gradients compiled with XLA (`rnd_ppo.rnd_intrinsic_reward.jit_compile`).
+  and gin/ppo/<task>.gin).
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
@@ -450,9 +449,7 @@ def main():
   if 'rnd' in measures:
     for task, (rnd_gin, twin_gin) in RND_TASKS.items():
       report_pairs(f'{task}, RND-PPO vs PPO twin, steady', [
-          ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours'),
-          ('RND-PPO, XLA predictor step', rnd_gin, 'ours',
-           ['rnd_ppo.rnd_intrinsic_reward.jit_compile = True'])],
+          ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours')],
           args.repeats, args.warmup, args.iterations)
   print(f'load average after: {os.getloadavg()}', flush=True)
 
