@@ -1,7 +1,7 @@
 r"""Memory of each shipped config, and bytes per stored R2D2 sequence.
 
   .venv/bin/python benchmarks/memory.py [--gin_files=gin/ppo/cartpole.gin,...]
-      [--workdir=DIR]
+      [--r2d2_env_steps=12000,24000] [--gin_bindings=...] [--workdir=DIR]
 
 For every runnable gin file (default: all of gin/*/*.gin):
 
@@ -12,11 +12,13 @@ For every runnable gin file (default: all of gin/*/*.gin):
   every 0.2 s, its maximum printed. This is start-up, networks and
   environments, not a full replay table.
 * **bytes per stored sequence** (R2D2 family): the same config run to two
-  budgets; each run's last replay checkpoint (Reverb's compressed chunks,
-  as the server holds them in memory) and its `Replay/size`. The slope
-  (bytes difference / sequences difference) leaves out what both hold
-  once (the weights, the demonstrations). Times `replay_capacity` it is
-  the replay's share of memory at capacity.
+  budgets; each run's last replay checkpoint: its items and the bytes of
+  its chunks (Reverb's compressed data, as the server holds it in memory)
+  and item records. The slope (bytes difference / items difference)
+  leaves out what both hold once (the weights, the demonstrations). Times
+  `replay_capacity` it is the replay's share of memory at capacity. The
+  budgets must differ well beyond what a run overshoots (actors run until
+  the learner, which starts at `min_size_to_sample`, sees the budget).
 """
 
 import glob
@@ -35,8 +37,11 @@ import common
 _GIN_FILES = flags.DEFINE_list(
     'gin_files', None, 'Gin files (default: every gin/*/*.gin).')
 _R2D2_ENV_STEPS = flags.DEFINE_list(
-    'r2d2_env_steps', ['4000', '8000'],
+    'r2d2_env_steps', ['12000', '24000'],
     'The two budgets of the R2D2-family runs (env steps).')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], 'Added to every run, e.g. a smaller '
+    'r2d2.Settings.min_size_to_sample for a short Atari run.')
 _WORKDIR = flags.DEFINE_string('workdir', None,
                                'Run directories (default: a temporary one).')
 
@@ -65,14 +70,23 @@ def run_with_peak_rss(command, log_path):
   return time.time() - start, process.returncode, peak
 
 
-def replay_bytes(root_dir):
-  """Bytes of the newest complete replay checkpoint's chunks, or None."""
+def replay_checkpoint(root_dir):
+  """(items, bytes) of the newest complete replay checkpoint, or None.
+
+  Items: the records of its items file (every table's items: the agent
+  table's sequences, one `variables` item, queued reports). Bytes: its
+  chunks (the data, compressed as the server holds it) and items files.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   done = sorted(glob.glob(os.path.join(root_dir, 'replay_checkpoints', '*',
                                        'DONE')))
   if not done:
     return None
-  return os.path.getsize(os.path.join(os.path.dirname(done[-1]),
-                                      'chunks.tfrecord'))
+  directory = os.path.dirname(done[-1])
+  items_path = os.path.join(directory, 'items.tfrecord')
+  items = sum(1 for _ in tf.data.TFRecordDataset(items_path))
+  return items, (os.path.getsize(items_path) +
+                 os.path.getsize(os.path.join(directory, 'chunks.tfrecord')))
 
 
 def is_r2d2_family(gin_file):
@@ -99,7 +113,8 @@ def main(argv):
     for budget in budgets:
       root_dir = os.path.join(workdir, f'{name}_{budget}')
       command = common.train_eval_command(
-          root_dir, gin_file, [f'NUM_ENV_STEPS = {budget}', eval_binding])
+          root_dir, gin_file,
+          [f'NUM_ENV_STEPS = {budget}', eval_binding] + _GIN_BINDINGS.value)
       print(' '.join(command), flush=True)
       seconds, code, run_peak = run_with_peak_rss(
           command, os.path.join(workdir, f'{name}_{budget}.log'))
@@ -110,23 +125,20 @@ def main(argv):
       print(f'  {seconds:.0f} s, peak RSS {run_peak / 2**20:,.0f} MiB',
             flush=True)
       if is_r2d2_family(gin_file):
-        size = common.read_scalars(os.path.join(root_dir, 'train')).get(
-            'Replay/size')
-        points.append((int(size[-1][2]) if size else None,
-                       replay_bytes(root_dir)))
+        points.append(replay_checkpoint(root_dir))
     per_sequence = None
-    if (len(points) == 2 and None not in points[0] + points[1] and
+    if (len(points) == 2 and None not in points and
         points[1][0] > points[0][0]):
       per_sequence = ((points[1][1] - points[0][1]) /
                       (points[1][0] - points[0][0]))
     rows.append((gin_file, peak, points, per_sequence))
 
-  print('\n| gin file | peak RSS (MiB, process tree) | replay: sequences, '
-        'checkpoint bytes | bytes per sequence |')
+  print('\n| gin file | peak RSS (MiB, process tree) | replay checkpoints: '
+        'items, MiB | bytes per stored sequence |')
   print('|---|---|---|---|')
   for gin_file, peak, points, per_sequence in rows:
-    replay = '; '.join(f'{n:,}, {b / 2**20:.1f} MiB' for n, b in points
-                       if n is not None and b is not None) or '-'
+    replay = '; '.join(f'{n:,}, {b / 2**20:.1f}' for n, b in
+                       filter(None, points)) or '-'
     print(f'| `{gin_file}` | {peak / 2**20:,.0f} | {replay} | '
           f'{f"{per_sequence:,.0f}" if per_sequence else "-"} |')
   print(f'python {sys.version.split()[0]}; runs in {workdir}')
