@@ -84,7 +84,9 @@ def replay_checkpoint(root_dir):
     return None
   directory = os.path.dirname(done[-1])
   items_path = os.path.join(directory, 'items.tfrecord')
-  items = sum(1 for _ in tf.data.TFRecordDataset(items_path))
+  # Reverb writes its checkpoint records ZLIB-compressed.
+  items = sum(1 for _ in tf.data.TFRecordDataset(items_path,
+                                                 compression_type='ZLIB'))
   return items, (os.path.getsize(items_path) +
                  os.path.getsize(os.path.join(directory, 'chunks.tfrecord')))
 
