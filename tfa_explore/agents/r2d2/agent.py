@@ -182,7 +182,7 @@ class R2D2Agent(tf_agent.TFAgent):
       jit_compile: compute the loss and its gradients in one XLA-compiled
         function (`_loss` of a subclass too). The same maths to float
         tolerance (tests/test_r2d2_agent.py); on CPU it fuses the unrolls'
-        many small ops, which makes a learner step about twice as fast
+        many small ops into less CPU time per step, on one thread
         (docs/performance.md). Summaries, the optimizer step and the target
         copy run outside it.
       debug_summaries: write Q/ and Replay/ summaries.

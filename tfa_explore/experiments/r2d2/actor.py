@@ -146,9 +146,7 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
   server_wait = retry.ServerWait(
       replay_server, f'actor {task}', settings.replay_retry_seconds,
       should_stop=lambda: stop_event is not None and stop_event.is_set())
-  if not retry.reachable(replay_server):
-    server_wait.wait(ConnectionError(
-        f'no Reverb server at {replay_server} yet'))
+  server_wait.wait_until_reachable()
   link = _ReplayLink(builder, replay_server, agent, shared_state, task,
                      num_envs)
   collect_policy = builder.actor_policy(agent, task)

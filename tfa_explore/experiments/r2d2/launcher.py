@@ -128,11 +128,6 @@ class ActorPool:
     actor.start()
     return actor
 
-  @property
-  def processes(self):
-    """The actor threads or processes (for tests and fault injection)."""
-    return list(self._actors)
-
   def check(self) -> None:
     """Restarts dead actors; raises RuntimeError past `max_actor_restarts`."""
     for task, actor in enumerate(self._actors):

@@ -132,9 +132,7 @@ class Learner:
     num_episodes = tf.Variable(0, dtype=tf.int64, name='num_episodes')
 
     self._client = reverb.Client(replay_server)
-    if not retry.reachable(replay_server):
-      self._server_wait.wait(ConnectionError(
-          f'no Reverb server at {replay_server} yet'))
+    self._server_wait.wait_until_reachable()
     builder.check_server(self._client, self._shared_state)
     self._variables = builder_lib.SharedVariables(replay_server,
                                                   self._shared_state)

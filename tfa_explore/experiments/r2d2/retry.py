@@ -65,6 +65,13 @@ class ServerWait:
     self._sleep = sleep
     self.num_waits = 0
 
+  def wait_until_reachable(self) -> bool:
+    """Returns at once if the server answers, else waits as `wait` does."""
+    if reachable(self._address):
+      return True
+    return self.wait(ConnectionError(
+        f'no Reverb server at {self._address} yet'))
+
   def is_server_fault(self, error: BaseException) -> bool:
     return (isinstance(error, _CONNECTION_ERRORS) or
             not reachable(self._address))
