@@ -28,6 +28,9 @@ GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
 RND_PPO_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo',
                                               '*.gin')))
 R2D3_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3', '*.gin')))
+# R2D2 + RND files: gin/r2d2/<env>.gin plus the exploration bonus.
+R2D2_RND_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d2_rnd',
+                                               '*.gin')))
 # R2D3 file -> its R2D2 twin (same agent and settings, no demonstrations).
 R2D3_TWINS = {'gin/r2d3/minigrid_doorkey8x8.gin':
                   'gin/r2d2/minigrid_doorkey8x8.gin'}
@@ -41,8 +44,12 @@ R2D3_WITHOUT_TWIN = {
 # reward (the agent's switch, its factory, the RND networks) and the warm-up
 # of its observation normaliser, nothing else.
 INTRINSIC_PARAMETERS = frozenset([('rnd_ppo.rnd_ppo_agent', 'intrinsic_reward'),
+                                  ('r2d2.r2d2_agent_fn', 'intrinsic_reward'),
                                   ('on_policy.train_eval', 'pre_training_fn')])
-INTRINSIC_CONFIGURABLES = frozenset(['rnd_ppo.rnd_intrinsic_reward',
+# An R2D2 + RND file may also have its own budget (NUM_ENV_STEPS).
+BUDGET_BINDINGS = frozenset([('', 'r2d2.Settings', 'num_env_steps'),
+                             ('NUM_ENV_STEPS', 'gin.macro', 'value')])
+INTRINSIC_CONFIGURABLES = frozenset(['intrinsic.rnd_intrinsic_reward',
                                      'warm_up_observation_normalizer',
                                      'rnd_mlp_networks', 'rnd_conv_networks'])
 # A binding line `selector.parameter = value` (scopes are not used here).
@@ -139,8 +146,26 @@ class GinFilesTest(parameterized.TestCase):
     # The switch: the RND component in the RND file, None in the twin.
     switch = ('', 'rnd_ppo.rnd_ppo_agent', 'intrinsic_reward')
     self.assertEqual(_bindings(rnd_path)[switch],
-                     '@rnd_ppo.rnd_intrinsic_reward')
+                     '@intrinsic.rnd_intrinsic_reward')
     self.assertEqual(_bindings(ppo_path)[switch], 'None')
+
+  @parameterized.named_parameters(
+      (os.path.basename(path).replace('.', '_'), path)
+      for path in R2D2_RND_FILES)
+  def test_r2d2_rnd_file_is_its_r2d2_twin_plus_intrinsic_lines(self, path):
+    r2d2_path = os.path.join(REPO_ROOT, 'gin', 'r2d2', os.path.basename(path))
+    with open(path) as f:
+      self.assertIn(f"\ninclude '{_relative(r2d2_path)}'\n", f.read())
+    not_intrinsic = [line for line in own_binding_lines(path)
+                     if not is_intrinsic_binding(('',) + line)]
+    self.assertEmpty(not_intrinsic)
+    differing = differing_bindings(path, r2d2_path)
+    self.assertEmpty([key for key in differing
+                      if not (is_intrinsic_binding(key) or
+                              key in BUDGET_BINDINGS)])
+    switch = ('', 'r2d2.r2d2_agent_fn', 'intrinsic_reward')
+    self.assertEqual(_bindings(path)[switch], '@intrinsic.rnd_intrinsic_reward')
+    self.assertNotIn(switch, _bindings(r2d2_path))
 
   def test_twin_check_catches_a_non_intrinsic_line(self):
     # The allowed set is not vacuous: a learning rate set after the include
@@ -152,7 +177,7 @@ class GinFilesTest(parameterized.TestCase):
     key = ('', 'rnd_ppo.rnd_ppo_agent', 'learning_rate')
     self.assertFalse(is_intrinsic_binding(key))
     self.assertTrue(is_intrinsic_binding(
-        ('', 'rnd_ppo.rnd_intrinsic_reward', 'coef')))
+        ('', 'intrinsic.rnd_intrinsic_reward', 'coef')))
     # The twin's value 1e-3 repeated: only the line check sees it.
     for value, differing in (('1e-3', []), ('3e-4', [key])):
       changed = os.path.join(temp_dir, f'changed_{value}.gin')

@@ -5,8 +5,9 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.agents.intrinsic import maths as intrinsic_maths
+from tfa_explore.agents.intrinsic import normalizers
 from tfa_explore.agents.rnd_ppo import maths
-from tfa_explore.agents.rnd_ppo import normalizers
 
 FIRST, MID, LAST = ts.StepType.FIRST, ts.StepType.MID, ts.StepType.LAST
 
@@ -161,7 +162,7 @@ class IntrinsicRewardMathsTest(_TestCase):
   def test_return_filter(self):
     # R_t = 0.5 * R_{t-1} + r_t from 0: env 0: 1, 0.5 + 1 = 1.5;
     # env 1: 2, 0.5 * 2 + 0 = 1.
-    filtered, state = maths.intrinsic_return_filter(
+    filtered, state = intrinsic_maths.intrinsic_return_filter(
         tf.constant([[1., 1.], [2., 0.]]), tf.zeros([2]), gamma=0.5)
     self.assertAllClose(filtered, [[1., 1.5], [2., 1.]])
     self.assertAllClose(state, [1.5, 1.])
@@ -202,23 +203,23 @@ class IntrinsicRewardMathsTest(_TestCase):
 
   def test_prediction_error_is_mean_over_features(self):
     # Row 0: ((1 - 0)^2 + (2 - 0)^2) / 2 = 2.5; row 1: (1 + 1) / 2 = 1.
-    error = maths.prediction_error(tf.constant([[1., 2.], [0., 0.]]),
+    error = intrinsic_maths.prediction_error(tf.constant([[1., 2.], [0., 0.]]),
                                    tf.constant([[0., 0.], [1., 1.]]))
     self.assertAllClose(error, [2.5, 1.])
 
   def test_masked_mean(self):
     errors = tf.constant([1., 2., 3., 4.])
     # (1 + 3) / 2 = 2.
-    self.assertAllClose(maths.masked_mean(errors, [1., 0., 1., 0.]), 2.)
+    self.assertAllClose(intrinsic_maths.masked_mean(errors, [1., 0., 1., 0.]), 2.)
     # Empty mask: 0 / max(0, 1) = 0.
-    self.assertAllClose(maths.masked_mean(errors, [0., 0., 0., 0.]), 0.)
+    self.assertAllClose(intrinsic_maths.masked_mean(errors, [0., 0., 0., 0.]), 0.)
 
   def test_predictor_mask_proportion(self):
-    mask = maths.predictor_update_mask([20000], 0.25, seed=3)
+    mask = intrinsic_maths.predictor_update_mask([20000], 0.25, seed=3)
     self.assertAllInSet(mask.numpy(), [0., 1.])
     # Binomial std of the fraction: sqrt(0.25 * 0.75 / 20000) = 0.003.
     self.assertNear(float(tf.reduce_mean(mask)), 0.25, 0.015)
-    self.assertAllEqual(maths.predictor_update_mask([5], 1.0), np.ones(5))
+    self.assertAllEqual(intrinsic_maths.predictor_update_mask([5], 1.0), np.ones(5))
 
   def test_explained_variance(self):
     targets = tf.constant([1., 2., 3.])

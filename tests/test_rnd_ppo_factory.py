@@ -10,6 +10,7 @@ from tf_agents.environments import tf_py_environment
 from tfa_explore import networks
 from tfa_explore.agents import rnd_ppo as rnd_ppo_agents
 from tfa_explore.experiments import errors
+from tfa_explore.experiments import intrinsic
 from tfa_explore.experiments import rnd_ppo
 from tfa_explore.testing import fake_envs
 
@@ -45,7 +46,7 @@ class RndPpoFactoryTest(absltest.TestCase):
 
   def test_builds_rnd_ppo_and_twin(self):
     agent = self.build(
-        intrinsic_reward=functools.partial(rnd_ppo.rnd_intrinsic_reward,
+        intrinsic_reward=functools.partial(intrinsic.rnd_intrinsic_reward,
                                            **INTRINSIC), **SHARED)
     self.assertIsInstance(agent.intrinsic_reward,
                           rnd_ppo_agents.RndIntrinsicReward)
@@ -76,7 +77,7 @@ class RndPpoFactoryTest(absltest.TestCase):
     settings = dict(INTRINSIC)
     del settings['discount']
     self.assert_missing_binding('discount', lambda: self.build(
-        intrinsic_reward=functools.partial(rnd_ppo.rnd_intrinsic_reward,
+        intrinsic_reward=functools.partial(intrinsic.rnd_intrinsic_reward,
                                            **settings), **SHARED))
 
   def test_agent_class_is_configured_through_the_factory_only(self):
@@ -85,7 +86,7 @@ class RndPpoFactoryTest(absltest.TestCase):
     with self.assertRaises(ValueError):
       gin.parse_config('RndPPOAgent.num_epochs = 3')
     with self.assertRaises(ValueError):
-      gin.parse_config('rnd_ppo.rnd_intrinsic_reward.observation_spec = 1')
+      gin.parse_config('intrinsic.rnd_intrinsic_reward.observation_spec = 1')
 
 
 if __name__ == '__main__':

@@ -2,12 +2,13 @@
 
 `rnd_ppo_agent` is an `agent_fn` for `on_policy.train_eval`. One factory
 builds both agents of a comparison; they differ only in `intrinsic_reward`:
-`@rnd_ppo.rnd_intrinsic_reward` (the RND component, configured through its
-own parameters) for RND-PPO, None for the PPO twin. A gin file of RND-PPO
-is its twin's file (`include`) plus the intrinsic lines.
+`@intrinsic.rnd_intrinsic_reward` (the RND component of
+`tfa_explore.experiments.intrinsic`, configured through its own
+parameters) for RND-PPO, None for the PPO twin. A gin file of RND-PPO is
+its twin's file (`include`) plus the intrinsic lines.
 
-Every hyperparameter that changes results is `gin.REQUIRED` in both
-factories, so each gin file states it.
+Every hyperparameter that changes results is `gin.REQUIRED`, so each gin
+file states it.
 """
 
 from typing import Callable, Optional, Sequence, Tuple
@@ -16,64 +17,13 @@ import gin
 import tensorflow as tf
 from tf_agents.networks import actor_distribution_network
 
+from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.rnd_ppo import agent as rnd_agent
-from tfa_explore.agents.rnd_ppo import intrinsic
 from tfa_explore.experiments import ppo
 from tfa_explore.networks import dual_value_network
 from tfa_explore.utils import optimizers
 
 REQUIRED = gin.REQUIRED
-
-
-@gin.configurable(module='rnd_ppo', denylist=['observation_spec'])
-def rnd_intrinsic_reward(
-    observation_spec,
-    coef: float = REQUIRED,
-    discount: float = REQUIRED,
-    non_episodic: bool = REQUIRED,
-    normalize_returns: bool = REQUIRED,
-    observation_clip: float = REQUIRED,
-    networks_fn: Callable[..., tuple] = REQUIRED,
-    learning_rate: float = REQUIRED,
-    adam_epsilon: float = REQUIRED,
-    predictor_update_proportion: float = REQUIRED,
-    observation_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
-) -> intrinsic.RndIntrinsicReward:
-  """Builds the RND intrinsic reward (creates its networks' variables).
-
-  Args:
-    observation_spec: The environment's observation spec (passed by the
-      agent factory).
-    coef: Weight of A_I in the combined advantage.
-    discount: gamma_I, of the intrinsic returns and their running std.
-    non_episodic: Episode ends do not cut the intrinsic stream.
-    normalize_returns: Divide intrinsic rewards by the running std of
-      intrinsic returns.
-    observation_clip: Clip of the whitened RND inputs.
-    networks_fn: `spec -> (target, predictor)`, e.g. `@rnd_mlp_networks`.
-    learning_rate: Adam learning rate of the predictor (constant: its loss
-      is non-stationary by design).
-    adam_epsilon: Adam epsilon of the predictor.
-    predictor_update_proportion: Share of each minibatch the predictor
-      trains on.
-    observation_fn: Picks the RND input from the observation (e.g.
-      `@last_frame` for frame stacks); None: the observation itself.
-
-  Returns:
-    A `RndIntrinsicReward`.
-  """
-  return intrinsic.RndIntrinsicReward(
-      observation_spec,
-      networks_fn=networks_fn,
-      optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate,
-                                         epsilon=adam_epsilon),
-      observation_fn=observation_fn,
-      coef=coef,
-      discount=discount,
-      non_episodic=non_episodic,
-      observation_clip=observation_clip,
-      normalize_returns=normalize_returns,
-      predictor_update_proportion=predictor_update_proportion)
 
 
 @gin.configurable(module='rnd_ppo',
@@ -112,7 +62,7 @@ def rnd_ppo_agent(
     action_spec: A BoundedTensorSpec.
     train_step_counter: The loop's train step variable (checkpointed).
     intrinsic_reward: Called with `observation_spec=` to build the
-      intrinsic reward, e.g. `@rnd_ppo.rnd_intrinsic_reward`; None for the
+      intrinsic reward, e.g. `@intrinsic.rnd_intrinsic_reward`; None for the
       PPO twin.
     learning_rate: Adam learning rate of the actor and value networks.
     num_epochs: Optimisation epochs per rollout.

@@ -14,6 +14,13 @@ Training input. `train(experience)` takes either
 with `T = sequence_config.sequence_length`. The collect policy's info holds
 the recurrent state and the previous action and reward (see `policy.py`).
 
+Exploration bonus (optional, an `intrinsic_reward` component such as
+`RndIntrinsicReward`, the one RND-PPO holds): before the loss, each
+replayed trace step's reward becomes r_e + coef * r_i, with r_i the
+component's normalised reward of the next observation; the component's
+predictor then takes one step on the same batch's real next observations.
+The actors do not see it (their initial priorities are extrinsic).
+
 Learner step: unroll online and target networks from the stored state,
 burning in `burn_in_steps` without gradient; rescaled n-step double-Q
 targets; importance-weighted squared TD loss over the trace's valid steps;
@@ -40,6 +47,7 @@ from tf_agents.trajectories import trajectory as trajectory_lib
 from tf_agents.utils import common
 from tf_agents.utils import eager_utils
 
+from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
@@ -126,6 +134,22 @@ def split_experience(experience):
       f'trajectory, sample_info); got {type(experience).__name__}.')
 
 
+def _trajectory_of(experience):
+  """The `[B, T]` trajectory of any `train` input (R2D3's too)."""
+  if isinstance(experience, trajectory_lib.Trajectory):
+    return experience
+  return experience[0]
+
+
+def _replace_trajectory(experience, trajectory):
+  """`experience` with another trajectory, of the same input type."""
+  if isinstance(experience, trajectory_lib.Trajectory):
+    return trajectory
+  if hasattr(experience, '_replace'):
+    return experience._replace(trajectory=trajectory)
+  return (trajectory,) + tuple(experience[1:])
+
+
 class R2D2Agent(tf_agent.TFAgent):
   """Recurrent replay distributed DQN; see the module docstring."""
 
@@ -146,6 +170,7 @@ class R2D2Agent(tf_agent.TFAgent):
                huber_delta=None,
                gradient_clipping=None,
                collect_epsilon=0.4,
+               intrinsic_reward=None,
                jit_compile=False,
                debug_summaries=False,
                summarize_grads_and_vars=False,
@@ -179,6 +204,10 @@ class R2D2Agent(tf_agent.TFAgent):
         Ape-X setup).
       collect_epsilon: epsilon of `collect_policy` (actor 0 of the paper's
         schedule: 0.4). Distributed actors use `actor_collect_policy`.
+      intrinsic_reward: None, or an `intrinsic.IntrinsicReward` whose
+        reward is added to the replayed rewards (see the module docstring).
+        Its stream must be episodic (`non_episodic=False`): it shares the
+        Q value's discount and episode ends.
       jit_compile: compute the loss and its gradients in one XLA-compiled
         function (`_loss` of a subclass too). The same maths to float
         tolerance (tests/test_r2d2_agent.py); on CPU it fuses the unrolls'
@@ -213,6 +242,15 @@ class R2D2Agent(tf_agent.TFAgent):
     if target_update_period < 1:
       raise ValueError(
           f'target_update_period must be >= 1, got {target_update_period}.')
+    intrinsic_reward = intrinsic_reward or intrinsic.NoIntrinsicReward()
+    if intrinsic_reward.enabled and intrinsic_reward.non_episodic:
+      raise ValueError(
+          'R2D2Agent adds the intrinsic reward to the extrinsic one in one '
+          'episodic return; build the intrinsic reward with '
+          'non_episodic=False (gin: intrinsic.rnd_intrinsic_reward.'
+          'non_episodic = False).')
+    self._intrinsic_reward = intrinsic_reward
+    intrinsic_reward.build_optimizer()
 
     self._q_network = q_network
     q_network.create_variables()
@@ -266,6 +304,11 @@ class R2D2Agent(tf_agent.TFAgent):
   def optimizer(self):
     """The optimizer of `q_network`'s trainable variables (diagnostics)."""
     return self._optimizer
+
+  @property
+  def intrinsic_reward(self):
+    """The `intrinsic.IntrinsicReward` (`NoIntrinsicReward`: none)."""
+    return self._intrinsic_reward
 
   @property
   def n_step(self):
@@ -427,8 +470,53 @@ class R2D2Agent(tf_agent.TFAgent):
       loss_info = self._loss(experience, weights=weights, training=True)
     return loss_info, tape.gradient(loss_info.loss, variables)
 
+  def with_intrinsic_rewards(self, experience):
+    """`experience` with r_e + coef * r_i on its trace steps, and a step.
+
+    r_i of trace step t is the component's normalised reward of the next
+    observation, on steps whose next step is real (same episode, not
+    padding); burn-in steps and the last step keep r_e (no target uses
+    their reward). In order: the RND input statistics take the batch's real
+    observations, the rewards are computed (advancing the return
+    statistics over the real transitions), then the predictor takes one
+    step on those next observations. Returns `experience` unchanged when
+    there is no intrinsic reward.
+    """
+    component = self._intrinsic_reward
+    if not component.enabled:
+      return experience
+    trajectory = _trajectory_of(experience)
+    burn_in = self._sequence_config.burn_in_steps
+    real = learning.step_mask(trajectory.step_type)
+    # Trace transitions t -> t+1 inside one real segment.
+    transitions = tf.logical_and(real[:, burn_in:-1], real[:, burn_in + 1:])
+    next_observations = tf.nest.map_structure(
+        lambda x: x[:, burn_in + 1:], trajectory.observation)
+    component.update_observation_normalizer(tf.nest.map_structure(
+        lambda x: tf.boolean_mask(x, real), trajectory.observation))
+    rewards = component.rewards(next_observations, update_statistics=True,
+                                mask=transitions)
+    weights = tf.cast(transitions, tf.float32)
+    bonus = component.coef * rewards.normalized * weights
+    batch_size = tf.shape(bonus)[0]
+    bonus = tf.concat([tf.zeros([batch_size, burn_in]), bonus,
+                       tf.zeros([batch_size, 1])], axis=1)
+    with tf.control_dependencies([bonus]):
+      predictor = component.train_step(component.training_inputs(
+          tf.nest.map_structure(lambda x: tf.boolean_mask(x, transitions),
+                                next_observations)))
+    if self.summaries_enabled:
+      component.write_summaries(self.train_step_counter, rewards, weights,
+                                predictor.update_fraction)
+      tf.summary.scalar('Losses/predictor_loss', predictor.loss,
+                        step=self.train_step_counter)
+    reward = trajectory.reward + tf.cast(bonus, trajectory.reward.dtype)
+    return _replace_trajectory(experience,
+                               trajectory._replace(reward=reward))
+
   def _train(self, experience, weights=None):
     variables = self._q_network.trainable_weights
+    experience = self.with_intrinsic_rewards(experience)
     loss_info, gradients = self._loss_and_gradients(experience, weights)
     tf.debugging.check_numerics(loss_info.loss, 'R2D2 loss is inf or nan')
     grads_and_vars = list(zip(gradients, variables))

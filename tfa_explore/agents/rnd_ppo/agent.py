@@ -57,7 +57,8 @@ from tf_agents.utils import nest_utils
 from tf_agents.utils import object_identity
 from tf_agents.utils import tensor_normalizer
 
-from tfa_explore.agents.rnd_ppo import intrinsic
+from tfa_explore.agents.intrinsic import maths as intrinsic_maths
+from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.rnd_ppo import maths
 from tfa_explore.agents.rnd_ppo import policy as rnd_policy
 from tfa_explore.agents.rnd_ppo import summaries
@@ -508,7 +509,7 @@ class RndPPOAgent(tf_agent.TFAgent):
     # Advantages are normalised over the rows that train, unlike PPOAgent,
     # which also counts the zero-padded and boundary rows.
     advantages = info[ADVANTAGE]
-    advantage_mean, advantage_variance = maths.masked_moments(
+    advantage_mean, advantage_variance = intrinsic_maths.masked_moments(
         advantages, masked_weights)
     normalized_advantages = ((advantages - advantage_mean) /
                              tf.sqrt(advantage_variance + 1e-8))

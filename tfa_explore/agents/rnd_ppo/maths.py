@@ -17,6 +17,8 @@ import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import common
 
+from tfa_explore.agents.intrinsic import maths as intrinsic_maths
+
 DualAdvantages = collections.namedtuple(
     'DualAdvantages',
     (
@@ -217,52 +219,12 @@ def extrinsic_gae(extrinsic_rewards,
       advantages=extrinsic_coef * advantages)
 
 
-def intrinsic_return_filter(rewards, initial_state, gamma):
-  """Discounted return filter `R_t = gamma * R_{t-1} + r_t` per environment.
-
-  The paper normalises intrinsic rewards by a running std of these filtered
-  returns, not of the rewards. The filter never resets at episode ends: the
-  intrinsic stream is non-episodic.
-
-  Args:
-    rewards: `[B, T]` intrinsic rewards in time order.
-    initial_state: `[B]` filter value before the first column.
-    gamma: gamma_I.
-
-  Returns:
-    `(filtered [B, T], final_state [B])`.
-  """
-  rewards = tf.cast(rewards, tf.float32)
-
-  def _forward(previous, reward):
-    return gamma * previous + reward
-
-  filtered = tf.scan(_forward, tf.transpose(rewards),
-                     initializer=tf.cast(initial_state, tf.float32))
-  filtered = tf.transpose(filtered)
-  return filtered, filtered[:, -1]
 
 
-def prediction_error(predicted_features, target_features):
-  """RND intrinsic reward: mean squared error over the feature axis."""
-  return tf.reduce_mean(
-      tf.math.squared_difference(predicted_features,
-                                 tf.stop_gradient(target_features)),
-      axis=-1)
 
 
-def predictor_update_mask(shape, proportion, seed=None):
-  """Random 0/1 mask keeping each sample with probability `proportion`."""
-  if proportion >= 1.0:
-    return tf.ones(shape, tf.float32)
-  return tf.cast(
-      tf.random.uniform(shape, seed=seed) < proportion, tf.float32)
 
 
-def masked_mean(values, mask):
-  """`sum(mask * values) / max(sum(mask), 1)`: 0 when nothing is kept."""
-  mask = tf.cast(mask, values.dtype)
-  return tf.reduce_sum(mask * values) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
 def explained_variance(predictions, targets, weights):
@@ -284,13 +246,6 @@ def explained_variance(predictions, targets, weights):
                   tf.zeros_like(target_variance))
 
 
-def masked_moments(values, weights):
-  """Weighted mean and variance of `values`."""
-  weights = tf.cast(weights, values.dtype)
-  total = tf.maximum(tf.reduce_sum(weights), 1.0)
-  mean = tf.reduce_sum(weights * values) / total
-  variance = tf.reduce_sum(weights * tf.square(values - mean)) / total
-  return mean, variance
 
 
 def clipped_surrogate_loss(log_probs, old_log_probs, advantages, weights,
@@ -322,7 +277,7 @@ def clipped_surrogate_loss(log_probs, old_log_probs, advantages, weights,
   loss = common.aggregate_losses(per_example_loss=-objective,
                                  sample_weight=weights).total_loss
   clipped = tf.cast(tf.greater(tf.abs(ratio - 1.0), clipping), tf.float32)
-  clip_fraction = masked_mean(clipped, tf.cast(weights > 0, tf.float32))
+  clip_fraction = intrinsic_maths.masked_mean(clipped, tf.cast(weights > 0, tf.float32))
   return loss, clip_fraction
 
 

@@ -67,6 +67,7 @@ def r2d2_agent_fn(time_step_spec,
                   priority_max_weight=REQUIRED,
                   gradient_clipping=REQUIRED,
                   use_stored_state=True,
+                  intrinsic_reward=None,
                   jit_compile=False,
                   debug_summaries=True,
                   agent_class=r2d2_agent.R2D2Agent,
@@ -81,7 +82,10 @@ def r2d2_agent_fn(time_step_spec,
   if set, the rate decays linearly to 0 over that many learner steps (with
   a sample-to-insert ratio the run's learner steps are known in advance:
   env steps / replay_period x samples_per_insert / batch_size); None keeps
-  it constant, as the paper.
+  it constant, as the paper. `intrinsic_reward`: None, or called with
+  `observation_spec=` to build the exploration bonus, e.g.
+  `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
+  r = r_e + beta * r_i).
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
@@ -99,6 +103,11 @@ def r2d2_agent_fn(time_step_spec,
       dueling_fc_layer_params=tuple(dueling_fc_layer_params),
       conv_layer_params=conv_layer_params,
       image_scale=image_scale)
+  # The Q network's variables first, so a seed gives it the same initial
+  # weights with and without the bonus.
+  network.create_variables()
+  bonus = (intrinsic_reward(observation_spec=time_step_spec.observation)
+           if intrinsic_reward else None)
   agent = agent_class(
       time_step_spec,
       action_spec,
@@ -113,6 +122,7 @@ def r2d2_agent_fn(time_step_spec,
       importance_sampling_exponent=importance_sampling_exponent,
       priority_max_weight=priority_max_weight,
       use_stored_state=use_stored_state,
+      intrinsic_reward=bonus,
       gradient_clipping=gradient_clipping,
       jit_compile=jit_compile,
       debug_summaries=debug_summaries,

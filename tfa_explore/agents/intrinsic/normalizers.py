@@ -8,7 +8,7 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.utils import tensor_normalizer
 
-from tfa_explore.agents.rnd_ppo import maths
+from tfa_explore.agents.intrinsic import maths
 
 
 def _update_unless_empty(normalizer, values):
@@ -97,12 +97,20 @@ class IntrinsicReturnNormalizer(tf.Module):
         0, dtype=tf.int32, trainable=False,
         name='intrinsic_return_filter_batch_size')
 
-  def update(self, rewards):
+  def update(self, rewards, mask=None):
     """Runs `[B, T]` rewards through the filter and updates the moments.
+
+    Args:
+      rewards: `[B, T]` intrinsic rewards, each row in time order.
+      mask: Optional `[B, T]` bool: steps that are transitions. Others (a
+        replayed sequence's padding) add no reward to the filter and no
+        return to the moments.
 
     Returns:
       The filtered returns `[B, T]`.
     """
+    if mask is not None:
+      rewards = tf.where(mask, rewards, tf.zeros_like(rewards))
     batch_size = tf.shape(rewards)[0]
     stored = self.filter_state.read_value()
     # A batch of another size (or the first batch) restarts the filter.
@@ -117,7 +125,9 @@ class IntrinsicReturnNormalizer(tf.Module):
       updates = [
           self.filter_state.assign(final_state),
           self.filter_batch_size.assign(batch_size),
-          _update_unless_empty(self._return_moments, filtered),
+          _update_unless_empty(
+              self._return_moments,
+              filtered if mask is None else tf.boolean_mask(filtered, mask)),
       ]
     with tf.control_dependencies(updates):
       return tf.identity(filtered)

@@ -19,9 +19,10 @@ holds it, so `tf.train.Checkpoint(agent=...)` saves it.
 
 `RndIntrinsicReward` is Random Network Distillation (Burda et al. 2018,
 arXiv 1810.12894, sections 2.2-2.4); its maths is in `maths.py` and nothing
-in it is PPO's, so a value-based agent can hold the same component (reward
-of a transition: `rewards(o_{t+1}).normalized`, `train_step` on its own
-batches). `NoIntrinsicReward` is the PPO twin's: zero rewards, nothing to
+in it is PPO's. `RndPPOAgent` holds it (rewards of each rollout, predictor
+steps in its minibatches) and so do `R2D2Agent` and `R2D3Agent` (rewards of
+each replayed batch's trace, `r_e + coef * r_i`, predictor steps on the
+same batch). `NoIntrinsicReward` is the PPO twin's: zero rewards, nothing to
 train or update, `enabled` False (the agent then has no intrinsic stream).
 """
 
@@ -33,9 +34,9 @@ from tf_agents.networks import network
 from tf_agents.specs import tensor_spec
 from tf_agents.typing import types
 
-from tfa_explore.agents.rnd_ppo import maths
-from tfa_explore.agents.rnd_ppo import normalizers
-from tfa_explore.agents.rnd_ppo import summaries
+from tfa_explore.agents.intrinsic import maths
+from tfa_explore.agents.intrinsic import normalizers
+from tfa_explore.agents.intrinsic import summaries
 
 # Rewards of `[B, T]` transitions.
 IntrinsicRewards = collections.namedtuple('IntrinsicRewards',
@@ -68,8 +69,8 @@ class IntrinsicReward(tf.Module):
     """Whether episode ends leave the intrinsic stream uncut."""
     raise NotImplementedError
 
-  def rewards(self, next_observations,
-              update_statistics: bool = False) -> IntrinsicRewards:
+  def rewards(self, next_observations, update_statistics: bool = False,
+              mask=None) -> IntrinsicRewards:
     """Rewards of `[B, T]` transitions from their next observations.
 
     Args:
@@ -77,6 +78,9 @@ class IntrinsicReward(tf.Module):
         environment's in time order (the return statistics follow them).
       update_statistics: Advance the normalising statistics with these
         rewards first; False leaves every variable untouched.
+      mask: Optional `[B, T]` bool, the steps that are transitions (R2D2's
+        replayed sequences have padding); the others do not reach the
+        statistics. Their rewards are computed all the same.
 
     Returns:
       `IntrinsicRewards` of `[B, T]` float32 tensors.
@@ -126,8 +130,8 @@ class NoIntrinsicReward(IntrinsicReward):
   def non_episodic(self):
     return False
 
-  def rewards(self, next_observations, update_statistics=False):
-    del update_statistics
+  def rewards(self, next_observations, update_statistics=False, mask=None):
+    del update_statistics, mask
     first = tf.nest.flatten(next_observations)[0]
     zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
     return IntrinsicRewards(raw=zeros, normalized=zeros)
@@ -308,14 +312,14 @@ class RndIntrinsicReward(IntrinsicReward):
     predicted, _ = self._predictor_net(inputs)
     return maths.prediction_error(predicted, target)
 
-  def rewards(self, next_observations, update_statistics=False):
+  def rewards(self, next_observations, update_statistics=False, mask=None):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
     if not self._normalize_returns:
       return IntrinsicRewards(raw=raw, normalized=raw)
     if not update_statistics:
       return IntrinsicRewards(
           raw=raw, normalized=self._return_normalizer.normalize(raw))
-    filtered_returns = self._return_normalizer.update(raw)
+    filtered_returns = self._return_normalizer.update(raw, mask)
     with tf.control_dependencies([filtered_returns]):
       normalized = self._return_normalizer.normalize(raw)
     return IntrinsicRewards(raw=raw, normalized=normalized)

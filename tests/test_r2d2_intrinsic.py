@@ -1,0 +1,194 @@
+"""R2D2 with the RND exploration bonus: rewards, predictor, state, tags."""
+
+import functools
+import os
+
+import numpy as np
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+
+from tfa_explore import networks
+from tfa_explore.agents.intrinsic import normalizers
+from tfa_explore.agents.intrinsic import reward as intrinsic
+from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d3 import agent as r2d3_agent
+from tfa_explore.experiments.r2d2 import builder
+from tfa_explore.testing import r2d2 as support
+
+F, M, L = 0, 1, 2  # StepType FIRST, MID, LAST
+# burn-in 2, trace 4: T = 7. Steps 0-4 are one episode's (LAST at 4), 5-6
+# the next one's boundary rows without a FIRST: padding to the mask.
+STEP_TYPES = [[M, M, M, M, L, M, M]] * 2
+
+
+def _component(coef=2.0, normalize=False, non_episodic=False, **kwargs):
+  observation_spec = tensor_spec.from_spec(
+      support.counting_env().observation_spec())
+  return intrinsic.RndIntrinsicReward(
+      observation_spec,
+      networks_fn=functools.partial(networks.rnd_mlp_networks,
+                                    torso_fc_layer_params=(8,),
+                                    predictor_fc_layer_params=(8,),
+                                    output_dim=4),
+      optimizer=tf.keras.optimizers.Adam(1e-2),
+      coef=coef, discount=0.9, non_episodic=non_episodic,
+      normalize_observations=normalize, normalize_returns=normalize,
+      predictor_update_proportion=1.0, **kwargs)
+
+
+def _tags(logdir):
+  tags = set()
+  for name in os.listdir(logdir):
+    for event in tf.compat.v1.train.summary_iterator(
+        os.path.join(logdir, name)):
+      tags.update(value.tag for value in event.summary.value)
+  return tags
+
+
+class BonusTest(support.TestCase):
+
+  def test_bonus_reaches_trace_transitions_only(self):
+    component = _component(coef=2.0)
+    agent = support.make_agent(intrinsic_reward=component)
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=3)
+    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
+    rewards = agent.with_intrinsic_rewards(sequences).reward.numpy()
+    expected = sequences.reward.numpy().copy()
+    # Trace steps 2..5; 2->3 and 3->4 stay in the episode, 4 is its LAST
+    # step and 5, 6 are padding. Burn-in steps 0, 1 keep r_e.
+    expected[:, 2:4] += 2.0 * raw[:, 2:4]
+    self.assertAllClose(rewards, expected, rtol=1e-6)
+    self.assertNotAllClose(rewards[:, 2:4], sequences.reward[:, 2:4])
+
+  def test_train_learns_from_the_bonus_and_steps_the_predictor(self):
+    component = _component(coef=2.0)
+    agent = support.make_agent(intrinsic_reward=component)
+    plain = support.make_agent()
+    for source, destination in ((agent.q_network, plain.q_network),
+                                (agent.target_q_network,
+                                 plain.target_q_network)):
+      for a, b in zip(source.variables, destination.variables):
+        b.assign(a)
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=4)
+    # The plain agent on the rewards with the bonus computed beforehand.
+    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
+    reward = sequences.reward.numpy().copy()
+    reward[:, 2:4] += 2.0 * raw[:, 2:4]
+    target = component.target_net.variables[0].numpy()
+    predictor = [v.numpy() for v in component.predictor_net.variables]
+    loss = agent.train(sequences).loss
+    expected = plain.train(sequences._replace(reward=tf.constant(reward)))
+    self.assertAllClose(loss, expected.loss, rtol=1e-6)
+    self.assertAllEqual(component.target_net.variables[0], target)
+    self.assertNotAllClose(component.predictor_net.variables[0], predictor[0])
+
+  def test_statistics_skip_padding(self):
+    component = _component(normalize=True)
+    agent = support.make_agent(intrinsic_reward=component)
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=5)
+    agent.with_intrinsic_rewards(sequences)
+    # Real steps 0-4 of 2 sequences; 2 real trace transitions each.
+    self.assertEqual(int(component.observation_normalizer.count()[0]), 10)
+    self.assertEqual(int(component.return_normalizer.count()), 4)
+
+  def test_r2d3_holds_the_same_component(self):
+    agent = support.make_agent()
+    r2d3 = r2d3_agent.R2D3Agent(
+        agent.time_step_spec, agent.action_spec,
+        agent.q_network.copy(name='R2D3Q'),
+        tf.keras.optimizers.Adam(1e-2), sequence_config=support.SMALL_CONFIG,
+        intrinsic_reward=_component(),
+        train_step_counter=tf.Variable(0, dtype=tf.int64))
+    r2d3.initialize()
+    sequences = support.random_sequences(r2d3, STEP_TYPES, seed=6)
+    batch = r2d3_agent.MixedSequences(sequences, None,
+                                      tf.constant([True, False]))
+    before = r2d3.intrinsic_reward.predictor_net.variables[0].numpy()
+    self.assertTrue(np.isfinite(r2d3.train(batch).loss.numpy()))
+    self.assertNotAllClose(r2d3.intrinsic_reward.predictor_net.variables[0],
+                           before)
+
+  def test_non_episodic_bonus_is_rejected_by_name(self):
+    with self.assertRaisesRegex(ValueError, 'non_episodic = False'):
+      support.make_agent(intrinsic_reward=_component(non_episodic=True))
+
+  def test_without_a_bonus_experience_is_unchanged(self):
+    agent = support.make_agent()
+    self.assertFalse(agent.intrinsic_reward.enabled)
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=7)
+    self.assertIs(agent.with_intrinsic_rewards(sequences), sequences)
+
+
+class StateTest(support.TestCase):
+
+  def test_checkpoint_restores_the_component(self):
+    agent = support.make_agent(intrinsic_reward=_component(normalize=True))
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=8)
+    for _ in range(2):
+      agent.train(sequences)
+    path = tf.train.Checkpoint(agent=agent).save(
+        os.path.join(self.get_temp_dir(), 'ckpt'))
+    restored = support.make_agent(
+        intrinsic_reward=_component(normalize=True),
+        optimizer=tf.keras.optimizers.Adam(1e-2))
+    restored.optimizer.build(restored.q_network.trainable_variables)
+    tf.train.Checkpoint(agent=restored).restore(path).assert_consumed()
+    for a, b in zip(agent.intrinsic_reward.variables,
+                    restored.intrinsic_reward.variables):
+      self.assertAllEqual(a, b, msg=a.name)
+    self.assertAllClose(agent.train(sequences).loss,
+                        restored.train(sequences).loss, rtol=0, atol=0)
+
+  def test_intrinsic_tags_are_written(self):
+    agent = support.make_agent(intrinsic_reward=_component(normalize=True))
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
+    logdir = self.get_temp_dir()
+    with tf.summary.create_file_writer(logdir).as_default():
+      agent.train(sequences)
+    self.assertContainsSubset(
+        {'Intrinsic/reward_normalized_mean', 'Intrinsic/reward_raw_mean',
+         'Intrinsic/return_std', 'Losses/predictor_loss',
+         'Normalizers/rnd_observation_count', 'Losses/td_loss'},
+        _tags(logdir))
+
+
+class ReturnNormalizerMaskTest(support.TestCase):
+
+  def test_masked_steps_add_nothing(self):
+    normalizer = normalizers.IntrinsicReturnNormalizer(gamma=0.5)
+    filtered = normalizer.update(
+        tf.constant([[1.0, 8.0, 2.0]]),
+        mask=tf.constant([[True, False, True]]))
+    # The masked reward counts as 0: R = 1, 0.5, 2.25.
+    self.assertAllClose(filtered, [[1.0, 0.5, 2.25]])
+    self.assertEqual(int(normalizer.count()), 2)
+    self.assertAllClose(normalizer.mean(), (1.0 + 2.25) / 2)
+
+
+class FactoryTest(support.TestCase):
+
+  def test_factory_builds_the_bonus_and_keeps_the_q_network_seeded(self):
+    env = support.counting_env()
+    specs = (tensor_spec.from_spec(env.time_step_spec()),
+             tensor_spec.from_spec(env.action_spec()))
+    kwargs = dict(
+        sequence_config=support.SMALL_CONFIG, lstm_size=8,
+        torso_fc_layer_params=(8,), dueling_fc_layer_params=(8,),
+        learning_rate=1e-3, adam_epsilon=1e-3, n_step=2, gamma=0.9,
+        target_update_period=10, importance_sampling_exponent=0.6,
+        priority_max_weight=0.9, gradient_clipping=None)
+    agents = []
+    for bonus in (None, lambda observation_spec: _component()):
+      tf.keras.utils.set_random_seed(1)
+      agents.append(builder.r2d2_agent_fn(
+          *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),
+          intrinsic_reward=bonus, **kwargs))
+    plain, with_bonus = agents
+    self.assertIsInstance(with_bonus, r2d2_agent.R2D2Agent)
+    self.assertTrue(with_bonus.intrinsic_reward.enabled)
+    for a, b in zip(plain.q_network.variables, with_bonus.q_network.variables):
+      self.assertAllEqual(a, b)
+
+
+if __name__ == '__main__':
+  tf.test.main()
