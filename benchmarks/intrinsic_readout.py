@@ -77,6 +77,7 @@ def main():
   parser.add_argument('--num_steps', type=int, default=3200)
   parser.add_argument('--seed', type=int, default=11)
   args = parser.parse_args()
+  tf.random.set_seed(args.seed)  # the collect policy's sampling
   runner.parse_gin([args.gin_file], args.gin_bindings)
   py_env = minigrid.load(seed=args.seed)
   env = tf_py_environment.TFPyEnvironment(py_env)
