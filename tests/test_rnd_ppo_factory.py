@@ -22,6 +22,7 @@ SHARED = dict(
     actor_fc_layers=(8,), value_fc_layers=(8,), activation_fn=tf.nn.tanh)
 INTRINSIC = dict(
     coef=1.0, discount=0.97, non_episodic=True, normalize_returns=True,
+    normalize_observations=True,
     observation_clip=5.0,
     networks_fn=lambda spec: networks.rnd_mlp_networks(
         spec, torso_fc_layer_params=(8,), predictor_fc_layer_params=(8,),

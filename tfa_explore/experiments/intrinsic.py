@@ -25,6 +25,7 @@ def rnd_intrinsic_reward(
     discount: float = REQUIRED,
     non_episodic: bool = REQUIRED,
     normalize_returns: bool = REQUIRED,
+    normalize_observations: bool = REQUIRED,
     observation_clip: float = REQUIRED,
     networks_fn: Callable[..., tuple] = REQUIRED,
     learning_rate: float = REQUIRED,
@@ -45,6 +46,8 @@ def rnd_intrinsic_reward(
       False).
     normalize_returns: Divide intrinsic rewards by the running std of
       intrinsic returns.
+    normalize_observations: Whiten the RND inputs by their running mean and
+      std (the paper's section 2.4); only the RND networks see it.
     observation_clip: Clip of the whitened RND inputs.
     networks_fn: `spec -> (target, predictor)`, e.g. `@rnd_mlp_networks`.
     learning_rate: Adam learning rate of the predictor (constant: its loss
@@ -67,6 +70,7 @@ def rnd_intrinsic_reward(
       coef=coef,
       discount=discount,
       non_episodic=non_episodic,
+      normalize_observations=normalize_observations,
       observation_clip=observation_clip,
       normalize_returns=normalize_returns,
       predictor_update_proportion=predictor_update_proportion)
