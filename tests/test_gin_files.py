@@ -28,9 +28,11 @@ GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
 RND_PPO_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo',
                                               '*.gin')))
 R2D3_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3', '*.gin')))
-# R2D2 + RND files: gin/r2d2/<env>.gin plus the exploration bonus.
-R2D2_RND_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d2_rnd',
-                                               '*.gin')))
+# R2D2 + RND and R2D3 + RND files: gin/r2d2/<env>.gin or gin/r2d3/<env>.gin
+# plus the exploration bonus.
+BONUS_FILES = sorted(
+    glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d2_rnd', '*.gin')) +
+    glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3_rnd', '*.gin')))
 # R2D3 file -> its R2D2 twin (same agent and settings, no demonstrations).
 R2D3_TWINS = {'gin/r2d3/minigrid_doorkey8x8.gin':
                   'gin/r2d2/minigrid_doorkey8x8.gin'}
@@ -149,11 +151,18 @@ class GinFilesTest(parameterized.TestCase):
                      '@intrinsic.rnd_intrinsic_reward')
     self.assertEqual(_bindings(ppo_path)[switch], 'None')
 
+  def test_bonus_files_exist(self):
+    self.assertEqual({_relative(path) for path in BONUS_FILES},
+                     {'gin/r2d2_rnd/minigrid_doorkey8x8.gin',
+                      'gin/r2d3_rnd/minigrid_doorkey8x8.gin'})
+
   @parameterized.named_parameters(
-      (os.path.basename(path).replace('.', '_'), path)
-      for path in R2D2_RND_FILES)
-  def test_r2d2_rnd_file_is_its_r2d2_twin_plus_intrinsic_lines(self, path):
-    r2d2_path = os.path.join(REPO_ROOT, 'gin', 'r2d2', os.path.basename(path))
+      (_relative(path).replace('/', '_').replace('.', '_'), path)
+      for path in BONUS_FILES)
+  def test_bonus_file_is_its_twin_plus_intrinsic_lines(self, path):
+    # gin/r2d2_rnd/x.gin -> gin/r2d2/x.gin, gin/r2d3_rnd/x.gin -> gin/r2d3/x.gin
+    agent = os.path.basename(os.path.dirname(path))[:-len('_rnd')]
+    r2d2_path = os.path.join(REPO_ROOT, 'gin', agent, os.path.basename(path))
     with open(path) as f:
       self.assertIn(f"\ninclude '{_relative(r2d2_path)}'\n", f.read())
     not_intrinsic = [line for line in own_binding_lines(path)
