@@ -18,6 +18,9 @@ r"""R2D3 vs its R2D2 twin on MiniGrid-DoorKey-8x8, plus a demo-ratio ablation.
    reached the budget is reused; an unfinished one resumes):
    * r2d3: gin/r2d3/minigrid_doorkey8x8.gin as shipped, on --seeds;
    * r2d2: the twin gin/r2d2/minigrid_doorkey8x8.gin, on --seeds;
+   * r2d2_rnd, r2d3_rnd: the same two with the RND exploration bonus
+     (gin/r2d2_rnd/, gin/r2d3_rnd/; issue #17 runs them at
+     --num_env_steps=1000000), on --seeds;
    * rho_1_256, rho_1_16, rho_1_4 (default) and rho_1_2: R2D3 with the demo
      ratio bound to 1/256 ... 1/2, on --ablation_seeds (the shipped value,
      1/2, is the r2d3 row; rho_1_2 only repeats it).
@@ -59,6 +62,10 @@ import common  # benchmarks/common.py, next to this script.
 REPO_ROOT = common.REPO_ROOT
 R2D3_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d3', 'minigrid_doorkey8x8.gin')
 R2D2_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'minigrid_doorkey8x8.gin')
+R2D2_RND_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d2_rnd',
+                            'minigrid_doorkey8x8.gin')
+R2D3_RND_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d3_rnd',
+                            'minigrid_doorkey8x8.gin')
 TARGET_SUCCESS = 0.9
 # Success rates are logged as float32 (18 of 20 episodes: 0.89999998), so
 # the target test allows float32 rounding.
@@ -79,6 +86,8 @@ RHO = 'r2d3.DemonstrationReplay.demo_ratio'
 VARIANTS = {
     'r2d3': (R2D3_GIN, [], True, False),
     'r2d2': (R2D2_GIN, [], False, False),
+    'r2d2_rnd': (R2D2_RND_GIN, [], False, False),
+    'r2d3_rnd': (R2D3_RND_GIN, [], True, False),
     'rho_1_256': (R2D3_GIN, [f'{RHO} = 0.00390625'], True, True),
     'rho_1_16': (R2D3_GIN, [f'{RHO} = 0.0625'], True, True),
     'rho_1_4': (R2D3_GIN, [f'{RHO} = 0.25'], True, True),
