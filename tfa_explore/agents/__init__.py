@@ -4,7 +4,8 @@
   2018); `RndIntrinsicReward` is its intrinsic reward component and
   `warm_up_observation_normalizer` the RND normaliser's warm-up.
 * `R2D2Agent`: recurrent replay distributed DQN (Kapturowski et al. 2019),
-  trained on `PrioritizedSequences` with stored recurrent state.
+  trained on `PrioritizedSequences` with stored recurrent state; it can
+  hold the same `RndIntrinsicReward` as an exploration bonus.
 * `R2D3Agent`: R2D2 learning from demonstrations (Paine et al. 2019).
 * `EpochLoopPPOClipAgent`: TF-Agents' `PPOClipAgent` with its epochs in a
   graph loop (the same updates, traced once in seconds).
@@ -12,13 +13,13 @@
 Each has a page under `docs/`.
 """
 
+from tfa_explore.agents.intrinsic import NoIntrinsicReward
+from tfa_explore.agents.intrinsic import RndIntrinsicReward
 from tfa_explore.agents.ppo_clip import EpochLoopPPOClipAgent
 from tfa_explore.agents.r2d2 import PrioritizedSequences
 from tfa_explore.agents.r2d2 import R2D2Agent
 from tfa_explore.agents.r2d2 import SequenceConfig
 from tfa_explore.agents.r2d3 import MixedSequences
 from tfa_explore.agents.r2d3 import R2D3Agent
-from tfa_explore.agents.rnd_ppo import NoIntrinsicReward
-from tfa_explore.agents.rnd_ppo import RndIntrinsicReward
 from tfa_explore.agents.rnd_ppo import RndPPOAgent
 from tfa_explore.agents.rnd_ppo import warm_up_observation_normalizer

@@ -1,7 +1,7 @@
-"""Normalisers owned by the RND-PPO agent (Burda et al. 2018, section 2.4).
+"""Normalisers of the RND intrinsic reward (Burda et al. 2018, section 2.4).
 
-Both are `tf.Module`s so their variables are tracked by the agent and
-carried by its checkpoints.
+Both are `tf.Module`s held by `RndIntrinsicReward`, so their variables are
+tracked by the agent that holds it and carried by its checkpoints.
 """
 
 import tensorflow as tf

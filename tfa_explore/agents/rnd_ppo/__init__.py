@@ -1,9 +1,10 @@
 """RND-PPO: PPO with Random Network Distillation (Burda et al. 2018)."""
 
-from tfa_explore.agents.rnd_ppo.agent import RndPPOAgent
-from tfa_explore.agents.rnd_ppo.agent import RndPPOLossInfo
+# The component RND-PPO holds, also under this package's name.
 from tfa_explore.agents.intrinsic import IntrinsicReward
 from tfa_explore.agents.intrinsic import NoIntrinsicReward
 from tfa_explore.agents.intrinsic import RndIntrinsicReward
+from tfa_explore.agents.rnd_ppo.agent import RndPPOAgent
+from tfa_explore.agents.rnd_ppo.agent import RndPPOLossInfo
 from tfa_explore.agents.rnd_ppo.policy import RndPPOPolicy
 from tfa_explore.agents.rnd_ppo.warm_up import warm_up_observation_normalizer
