@@ -91,6 +91,22 @@ class BonusTest(support.TestCase):
     self.assertEqual(int(component.observation_normalizer.count()[0]), 10)
     self.assertEqual(int(component.return_normalizer.count()), 4)
 
+  def test_first_visits_only_pays_new_views_of_the_episode(self):
+    component = _component(coef=2.0, first_visits_only=True)
+    agent = support.make_agent(intrinsic_reward=component)
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
+    # Views 0..6 of row 0 as a b c b a c d: trace next views (steps 3, 4)
+    # are b (seen at 1) and a (seen at 0): no bonus. Row 1 all distinct.
+    observation = sequences.observation.numpy().copy()
+    row = observation[0]
+    row[3], row[4], row[5] = row[1], row[0], row[2]
+    sequences = sequences._replace(observation=tf.constant(observation))
+    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
+    rewards = agent.with_intrinsic_rewards(sequences).reward.numpy()
+    expected = sequences.reward.numpy().copy()
+    expected[1, 2:4] += 2.0 * raw[1, 2:4]
+    self.assertAllClose(rewards, expected, rtol=1e-6)
+
   def test_r2d3_holds_the_same_component(self):
     agent = support.make_agent()
     r2d3 = r2d3_agent.R2D3Agent(

@@ -336,6 +336,38 @@ class RndPPOAgentTest(_TestCase):
     self.assertAllClose(processed.policy_info[agent_lib.INTRINSIC_REWARD],
                         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
 
+  def test_first_visits_only_pays_each_episode_once_per_view(self):
+    agent = make_agent(self.env,
+                       intrinsic_settings=dict(first_visits_only=True))
+    experience = collect(self.env, agent)
+    # One view throughout: only the first observation of each episode
+    # (a FIRST step after the rollout's first row) is new to its episode.
+    experience = experience._replace(
+        observation=tf.ones_like(experience.observation))
+    processed = agent._preprocess(  # pylint: disable=protected-access
+        experience, update_statistics=True)
+    raw = processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD][:, :-1]
+    starts = tf.equal(experience.step_type[:, 1:], ts.StepType.FIRST)
+    self.assertTrue(bool(tf.reduce_any(starts)))
+    self.assertAllGreater(tf.boolean_mask(raw, starts), 0.0)
+    self.assertAllEqual(tf.boolean_mask(raw, ~starts),
+                        tf.zeros_like(tf.boolean_mask(raw, ~starts)))
+    # The return statistics took the gated stream: one count per transition.
+    self.assertEqual(float(agent.intrinsic_reward.return_normalizer.count()),
+                     NUM_ENVS * (ROLLOUT_LENGTH - 1))
+    self.assertTrue(np.isfinite(agent.train(experience).loss.numpy()))
+
+  def test_without_the_gate_repeated_views_pay(self):
+    agent = make_agent(self.env)
+    self.assertIsNone(agent.intrinsic_reward.first_visits(
+        tf.zeros([1, 2, 1]), tf.ones([1, 2], tf.int32)))
+    experience = collect(self.env, agent)
+    processed = agent._preprocess(  # pylint: disable=protected-access
+        experience._replace(observation=tf.ones_like(experience.observation)),
+        update_statistics=True)
+    self.assertAllGreater(
+        processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD][:, :-1], 0.0)
+
   def test_ppo_twin_has_no_intrinsic_reward(self):
     twin = make_agent(self.env, rnd=False, extrinsic_advantage_coef=2.0)
     self.assertIsInstance(twin.intrinsic_reward, rnd_ppo.NoIntrinsicReward)

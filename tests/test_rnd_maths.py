@@ -221,6 +221,28 @@ class IntrinsicRewardMathsTest(_TestCase):
     self.assertNear(float(tf.reduce_mean(mask)), 0.25, 0.015)
     self.assertAllEqual(intrinsic_maths.predictor_update_mask([5], 1.0), np.ones(5))
 
+  def test_observation_keys_equal_exactly_for_equal_views(self):
+    views = tf.constant([[[0., 1.], [1., 0.], [0., 1.], [0., 1.000001]]])
+    keys = intrinsic_maths.observation_keys(views).numpy()[0]
+    self.assertEqual(keys[0], keys[2])
+    self.assertLen(set(keys[[0, 1, 3]]), 3)
+    # The same view anywhere in a bigger batch gets the same key.
+    tiled = tf.tile(views, [3, 5, 1])
+    self.assertAllEqual(intrinsic_maths.observation_keys(tiled)[2, 14],
+                        keys[2])
+
+  def test_first_visits_within_each_episode_of_the_row(self):
+    keys = tf.constant([[1, 2, 1, 1, 3, 2],
+                        [5, 5, 5, 6, 5, 6]], tf.int64)
+    step_types = tf.constant([[MID, MID, MID, FIRST, MID, MID],
+                              [FIRST, MID, MID, MID, LAST, FIRST]])
+    # Row 0: episodes {1, 2, 1} then {1, 3, 2}: the first 1 repeats.
+    # Row 1: one episode {5, 5, 5, 6, 5}, then 6 starts a new one.
+    self.assertAllEqual(
+        intrinsic_maths.first_visits(keys, step_types),
+        [[True, True, False, True, True, True],
+         [True, False, False, True, False, True]])
+
   def test_explained_variance(self):
     targets = tf.constant([1., 2., 3.])
     weights = tf.ones([3])

@@ -27,7 +27,8 @@ INTRINSIC = dict(
     networks_fn=lambda spec: networks.rnd_mlp_networks(
         spec, torso_fc_layer_params=(8,), predictor_fc_layer_params=(8,),
         output_dim=4),
-    learning_rate=1e-4, adam_epsilon=1e-5, predictor_update_proportion=0.25)
+    learning_rate=1e-4, adam_epsilon=1e-5, predictor_update_proportion=0.25,
+    first_visits_only=False)
 
 
 class RndPpoFactoryTest(absltest.TestCase):

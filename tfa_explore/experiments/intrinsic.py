@@ -31,6 +31,7 @@ def rnd_intrinsic_reward(
     learning_rate: float = REQUIRED,
     adam_epsilon: float = REQUIRED,
     predictor_update_proportion: float = REQUIRED,
+    first_visits_only: bool = REQUIRED,
     observation_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
 ) -> intrinsic.RndIntrinsicReward:
   """Builds the RND intrinsic reward (creates its networks' variables).
@@ -55,6 +56,9 @@ def rnd_intrinsic_reward(
     adam_epsilon: Adam epsilon of the predictor.
     predictor_update_proportion: Share of each minibatch the predictor
       trains on.
+    first_visits_only: Pay r_i only on an observation's first visit in its
+      episode within the agent's sequence (a rollout, a replayed sequence;
+      NovelD's episodic restriction).
     observation_fn: Picks the RND input from the observation (e.g.
       `@last_frame` for frame stacks); None: the observation itself.
 
@@ -73,4 +77,5 @@ def rnd_intrinsic_reward(
       normalize_observations=normalize_observations,
       observation_clip=observation_clip,
       normalize_returns=normalize_returns,
-      predictor_update_proportion=predictor_update_proportion)
+      predictor_update_proportion=predictor_update_proportion,
+      first_visits_only=first_visits_only)

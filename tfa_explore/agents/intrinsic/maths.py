@@ -2,10 +2,17 @@
 
 Stateless functions shared by every agent that holds an intrinsic reward
 (RND-PPO, R2D2 and R2D3): the RND prediction error, the predictor's
-sample mask, the intrinsic return filter and masked statistics.
+sample mask, the intrinsic return filter, masked statistics and the
+episodic first-visit gate.
 """
 
+import numpy as np
 import tensorflow as tf
+from tf_agents.trajectories import time_step as ts
+
+# Fixed odd 64-bit multipliers of `observation_keys` (one per input element,
+# drawn once; the same on every process and run).
+_KEY_SEED = 20211001
 
 
 def intrinsic_return_filter(rewards, initial_state, gamma):
@@ -59,3 +66,53 @@ def masked_moments(values, weights):
   mean = tf.reduce_sum(weights * values) / total
   variance = tf.reduce_sum(weights * tf.square(values - mean)) / total
   return mean, variance
+
+def observation_keys(inputs):
+  """An int64 key per observation: equal observations, equal keys.
+
+  Exact for any float32 input: the bits of each element (`tf.bitcast`)
+  times a fixed random odd 64-bit multiplier, summed with wrap-around.
+  Integer sums do not depend on their order, so identical observations get
+  identical keys wherever they sit in the batch; distinct ones collide with
+  probability about 2**-64.
+
+  Args:
+    inputs: `[B, T, ...]` float32 inputs, one observation per `[b, t]`.
+
+  Returns:
+    `[B, T]` int64 keys.
+  """
+  inputs = tf.convert_to_tensor(inputs, tf.float32)
+  flat = tf.reshape(inputs, tf.concat([tf.shape(inputs)[:2], [-1]], axis=0))
+  size = inputs.shape[2:].num_elements()
+  multipliers = np.random.default_rng(_KEY_SEED).integers(
+      -2**62, 2**62, size=size, dtype=np.int64) * 2 + 1
+  bits = tf.cast(tf.bitcast(flat, tf.int32), tf.int64)
+  return tf.reduce_sum(bits * tf.constant(multipliers), axis=-1)
+
+
+def first_visits(keys, step_types):
+  """Whether each observation is new to its episode within the sequence.
+
+  NovelD's episodic restriction (Zhang et al. 2021, arXiv 2110.00860,
+  section 3.1) pays the intrinsic reward of `o_{t+1}` only on its first
+  visit in the episode; here the episode's memory is what the `[B, T]`
+  sequence holds of it (an episode starts at a FIRST step or at the
+  sequence's start).
+
+  Args:
+    keys: `[B, T]` int64 observation keys (`observation_keys`).
+    step_types: `[B, T]` step types of those observations.
+
+  Returns:
+    `[B, T]` bool: no earlier step of the same episode in the row has the
+    same key.
+  """
+  starts = tf.cast(tf.equal(step_types, ts.StepType.FIRST), tf.int32)
+  episodes = tf.cumsum(starts, axis=1)
+  same = tf.logical_and(
+      tf.equal(keys[:, :, None], keys[:, None, :]),
+      tf.equal(episodes[:, :, None], episodes[:, None, :]))
+  steps = tf.range(tf.shape(keys)[1])
+  earlier = steps[None, :] < steps[:, None]   # [t, s]: s before t
+  return tf.logical_not(tf.reduce_any(tf.logical_and(same, earlier), axis=2))

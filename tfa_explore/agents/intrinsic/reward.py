@@ -6,6 +6,9 @@
   transition, raw and normalised; with `update_statistics` it first
   advances the running statistics it normalises with (once per collected
   batch: the agent decides when);
+* `first_visits(observations, step_types)`: None, or which observations of
+  a sequence are new to their episode; the agent passes those of the next
+  observations to `rewards`, which pays nothing on the others;
 * `training_inputs(observations)` and `train_step(inputs)`: what its own
   learner trains on (fixed for one update of the agent, cut into the agent's
   minibatches) and one optimisation step on a minibatch of it;
@@ -69,8 +72,18 @@ class IntrinsicReward(tf.Module):
     """Whether episode ends leave the intrinsic stream uncut."""
     raise NotImplementedError
 
+  def first_visits(self, observations, step_types) -> Optional[tf.Tensor]:
+    """None, or `[B, T]` bool: observations new to their episode.
+
+    Args:
+      observations: `[B, T, ...]` observations, each row in time order.
+      step_types: `[B, T]` their step types (FIRST starts an episode).
+    """
+    del observations, step_types
+    return None
+
   def rewards(self, next_observations, update_statistics: bool = False,
-              mask=None) -> IntrinsicRewards:
+              mask=None, first_visits=None) -> IntrinsicRewards:
     """Rewards of `[B, T]` transitions from their next observations.
 
     Args:
@@ -81,6 +94,9 @@ class IntrinsicReward(tf.Module):
       mask: Optional `[B, T]` bool, the steps that are transitions (R2D2's
         replayed sequences have padding); the others do not reach the
         statistics. Their rewards are computed all the same.
+      first_visits: Optional `[B, T]` bool from `first_visits` (of the next
+        observations): the others get reward 0, raw and normalised, and
+        the statistics see those zeros.
 
     Returns:
       `IntrinsicRewards` of `[B, T]` float32 tensors.
@@ -130,8 +146,9 @@ class NoIntrinsicReward(IntrinsicReward):
   def non_episodic(self):
     return False
 
-  def rewards(self, next_observations, update_statistics=False, mask=None):
-    del update_statistics, mask
+  def rewards(self, next_observations, update_statistics=False, mask=None,
+              first_visits=None):
+    del update_statistics, mask, first_visits
     first = tf.nest.flatten(next_observations)[0]
     zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
     return IntrinsicRewards(raw=zeros, normalized=zeros)
@@ -181,6 +198,7 @@ class RndIntrinsicReward(IntrinsicReward):
       observation_clip: types.Float = 5.0,
       normalize_returns: bool = True,
       predictor_update_proportion: types.Float = 0.25,
+      first_visits_only: bool = False,
       name: str = 'rnd_intrinsic_reward',
   ):
     """Creates the component and the variables of its networks.
@@ -213,6 +231,10 @@ class RndIntrinsicReward(IntrinsicReward):
         returns (paper: True).
       predictor_update_proportion: Fraction of each minibatch the predictor
         trains on (paper: 0.25; 1 trains on everything).
+      first_visits_only: Pay r_i only on an observation's first visit in
+        its episode, as far as the agent's sequence holds it (NovelD's
+        episodic restriction, Zhang et al. 2021, arXiv 2110.00860; not in
+        the RND paper): `first_visits` then returns the gate.
       name: Module name.
 
     Raises:
@@ -251,6 +273,7 @@ class RndIntrinsicReward(IntrinsicReward):
     self._non_episodic = non_episodic
     self._normalize_returns = normalize_returns
     self._predictor_update_proportion = float(predictor_update_proportion)
+    self._first_visits_only = bool(first_visits_only)
     self._observation_normalizer = normalizers.RndObservationNormalizer(
         input_spec, clip_value=observation_clip,
         enabled=normalize_observations)
@@ -312,8 +335,17 @@ class RndIntrinsicReward(IntrinsicReward):
     predicted, _ = self._predictor_net(inputs)
     return maths.prediction_error(predicted, target)
 
-  def rewards(self, next_observations, update_statistics=False, mask=None):
+  def first_visits(self, observations, step_types):
+    if not self._first_visits_only:
+      return None
+    return maths.first_visits(
+        maths.observation_keys(self._raw_inputs(observations)), step_types)
+
+  def rewards(self, next_observations, update_statistics=False, mask=None,
+              first_visits=None):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
+    if first_visits is not None:
+      raw *= tf.cast(first_visits, raw.dtype)
     if not self._normalize_returns:
       return IntrinsicRewards(raw=raw, normalized=raw)
     if not update_statistics:

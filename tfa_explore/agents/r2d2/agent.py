@@ -476,7 +476,9 @@ class R2D2Agent(tf_agent.TFAgent):
     r_i of trace step t is the component's normalised reward of the next
     observation, on steps whose next step is real (same episode, not
     padding); burn-in steps and the last step keep r_e (no target uses
-    their reward). In order: the RND input statistics take the batch's real
+    their reward). With the component's first-visit gate, r_i is paid on
+    next observations not seen earlier in the sequence's episode (burn-in
+    included). In order: the RND input statistics take the batch's real
     observations, the rewards are computed (advancing the return
     statistics over the real transitions), then the predictor takes one
     step on those next observations. Returns `experience` unchanged when
@@ -494,8 +496,13 @@ class R2D2Agent(tf_agent.TFAgent):
         lambda x: x[:, burn_in + 1:], trajectory.observation)
     component.update_observation_normalizer(tf.nest.map_structure(
         lambda x: tf.boolean_mask(x, real), trajectory.observation))
+    first_visits = component.first_visits(trajectory.observation,
+                                          trajectory.step_type)
+    if first_visits is not None:
+      # Burn-in steps count as seen: the gate of each next observation.
+      first_visits = first_visits[:, burn_in + 1:]
     rewards = component.rewards(next_observations, update_statistics=True,
-                                mask=transitions)
+                                mask=transitions, first_visits=first_visits)
     weights = tf.cast(transitions, tf.float32)
     bonus = component.coef * rewards.normalized * weights
     batch_size = tf.shape(bonus)[0]

@@ -288,7 +288,8 @@ class RndPPOAgent(tf_agent.TFAgent):
   def intrinsic_reward(self) -> intrinsic.IntrinsicReward:
     return self._intrinsic_reward
 
-  def update_observation_normalizer(self, batched_observations):
+  def update_observation_normalizer(self, batched_observations,
+                                    step_types=None):
     """Advances every statistic of one collected batch, once.
 
     The public method `PPOLearner` calls once per collected batch (on its
@@ -302,13 +303,32 @@ class RndPPOAgent(tf_agent.TFAgent):
     Args:
       batched_observations: `[B, T + 1, ...]` (or `[T + 1, ...]`)
         observations, each environment's in time order.
+      step_types: Their step types, for an intrinsic reward paid on first
+        visits only (see `_next_first_visits`).
     """
     if self._intrinsic_reward.enabled:
       sequences = self._as_batch_of_sequences(batched_observations)
+      if step_types is not None:
+        step_types = tf.reshape(step_types,
+                                tf.shape(tf.nest.flatten(sequences)[0])[:2])
       self._intrinsic_reward.rewards(
           tf.nest.map_structure(lambda o: o[:, 1:], sequences),
-          update_statistics=True)
+          update_statistics=True,
+          first_visits=self._next_first_visits(sequences, step_types))
     self._update_observation_normalizers(batched_observations)
+
+  def _next_first_visits(self, observations, step_types):
+    """The intrinsic gate of `o_1 .. o_T` from `[B, T + 1]` sequences.
+
+    Without step types (`PPOLearner` passes observations only) each row
+    counts as one episode.
+    """
+    if step_types is None:
+      step_types = tf.fill(tf.shape(tf.nest.flatten(observations)[0])[:2],
+                           ts.StepType.MID)
+    first_visits = self._intrinsic_reward.first_visits(observations,
+                                                       step_types)
+    return None if first_visits is None else first_visits[:, 1:]
 
   def _update_observation_normalizers(self, observations):
     if self._observation_normalizer:
@@ -379,7 +399,9 @@ class RndPPOAgent(tf_agent.TFAgent):
     # Intrinsic reward of transition t is the novelty of o_{t+1}.
     rewards = self._intrinsic_reward.rewards(
         tf.nest.map_structure(lambda o: o[:, 1:], batched.observation),
-        update_statistics=update_statistics)
+        update_statistics=update_statistics,
+        first_visits=self._next_first_visits(batched.observation,
+                                             batched.step_type))
     streams = self._returns_and_advantages(batched, rewards.normalized)
 
     def _pad(x):
@@ -597,7 +619,8 @@ class RndPPOAgent(tf_agent.TFAgent):
       else:
         # The caller preprocessed (statistics untouched): the filter takes
         # this batch now, after its rewards were normalised.
-        self.update_observation_normalizer(processed.observation)
+        self.update_observation_normalizer(processed.observation,
+                                           processed.step_type)
 
     num_steps = float(self._num_epochs * num_minibatches)
     means = {name: total / num_steps for name, total in sums.items()}
