@@ -15,7 +15,9 @@ re-reads the logs.
 Read from the logs (x-axis env steps):
 * train/Metrics/TerminatedEpisodes: episodes ended by termination (the
   flag, the goal); "first success" is the first iteration where it is > 0;
-* eval/Metrics/AverageReturn: greedy return over 10 episodes;
+* eval/Metrics/AverageReturn: greedy return over 10 episodes (MiniGrid
+  tasks with `eval_metric`: eval/Metrics/SuccessRate, the share of greedy
+  episodes at the goal);
 * train/Metrics/StepsPerSecond: median over the iterations after the first
   (which includes tf.function tracing).
 """
@@ -30,15 +32,20 @@ import common  # benchmarks/common.py, next to this script.
 REPO_ROOT = common.REPO_ROOT
 AGENTS = ('rnd_ppo', 'ppo')
 
-# Task -> (title, eval-return target, env-step budget of the target). The
-# budgets are the gin files' NUM_ENV_STEPS; a run counts as meeting the
-# target if it happens at or before the budget.
+# Task -> (title, target of the greedy eval metric, env-step budget of the
+# target; the metric is eval/Metrics/AverageReturn unless `eval_metric`
+# names another). The budgets are the gin files' NUM_ENV_STEPS; a run counts
+# as meeting the target if it happens at or before the budget.
 TASKS = {
     'mountaincar': dict(
         title='MountainCar-v0', budget=100_000, return_target=None,
         success='flag reached'),
     'minigrid_empty8x8': dict(
         title='MiniGrid-Empty-8x8-v0', budget=40_000, return_target=0.95,
+        success='goal reached'),
+    'minigrid_doorkey16x16': dict(
+        title='MiniGrid-DoorKey-16x16-v0', budget=1_000_000,
+        return_target=0.9, eval_metric='Metrics/SuccessRate',
         success='goal reached'),
 }
 
@@ -57,6 +64,15 @@ def finished(directory, budget):
   evals = read_scalars(os.path.join(directory, 'eval')).get(
       'Metrics/AverageReturn', [])
   return bool(evals) and evals[-1][0] >= budget
+
+
+def eval_metric(spec):
+  return spec.get('eval_metric', 'Metrics/AverageReturn')
+
+
+def eval_label(spec):
+  return ('greedy success rate' if eval_metric(spec) == 'Metrics/SuccessRate'
+          else 'greedy eval return')
 
 
 def train(task, agent, seed, output_dir, log_dir):
@@ -79,7 +95,7 @@ def summarize_run(directory, task):
   train_scalars = read_scalars(os.path.join(directory, 'train'))
   eval_scalars = read_scalars(os.path.join(directory, 'eval'))
   terminated = train_scalars.get('Metrics/TerminatedEpisodes', [])
-  evals = eval_scalars.get('Metrics/AverageReturn', [])
+  evals = eval_scalars.get(eval_metric(spec), [])
   rates = [v for _, v in train_scalars.get('Metrics/StepsPerSecond', [])[1:]]
   first_success = next((s for s, v in terminated if v > 0), None)
   first_target = None
@@ -117,7 +133,7 @@ def report(output_dir, seeds, tasks):
               f'({spec["success"]}) | terminated episodes | ')
     if spec['return_target'] is not None:
       header += f'first eval >= {spec["return_target"]} | '
-    header += 'final eval return | best eval return | steps/s |'
+    header += f'final {eval_label(spec)} | best | steps/s |'
     lines.append(header)
     lines.append('|' + '---|' * (header.count('|') - 1))
     for agent in AGENTS:
@@ -145,7 +161,8 @@ def report(output_dir, seeds, tasks):
         hits = sum(r['first_target'] is not None and
                    r['first_target'] <= budget for r in runs)
         final = sum(r['final_return'] >= spec['return_target'] for r in runs)
-        lines.append(f'* {agent}: eval return >= {spec["return_target"]} '
+        lines.append(f'* {agent}: {eval_label(spec)} >= '
+                     f'{spec["return_target"]} '
                      f'within {budget:,} env steps on {hits}/{len(runs)} '
                      f'seeds (at the end of the run on {final}/'
                      f'{len(runs)}).')
@@ -189,7 +206,7 @@ def plot(results, seeds, tasks, path):
                                 linewidth=1)
       axes[row][column].set_xlabel('env steps')
       axes[row][column].legend(loc='upper left')
-    axes[0][column].set_title(f'{spec["title"]}: greedy eval return')
+    axes[0][column].set_title(f'{spec["title"]}: {eval_label(spec)}')
     axes[1][column].set_title(
         f'{spec["title"]}: terminated episodes ({spec["success"]})')
     # Log scale above 1, linear below, so "never" (0) stays visible.
