@@ -43,10 +43,14 @@ TASKS = {
     'minigrid_empty8x8': dict(
         title='MiniGrid-Empty-8x8-v0', budget=40_000, return_target=0.95,
         success='goal reached'),
-    'minigrid_doorkey16x16': dict(
-        title='MiniGrid-DoorKey-16x16-v0', budget=1_000_000,
+    'minigrid_multiroom_n6s5': dict(
+        title='MiniGrid-MultiRoom-N4-S5-v0 (6 rooms)', budget=1_000_000,
         return_target=0.9, eval_metric='Metrics/SuccessRate',
         success='goal reached'),
+    'minigrid_keycorridor_s3r3': dict(
+        title='MiniGrid-KeyCorridorS3R3-v0', budget=1_000_000,
+        return_target=0.9, eval_metric='Metrics/SuccessRate',
+        success='ball picked up'),
 }
 
 
