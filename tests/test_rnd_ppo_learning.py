@@ -10,8 +10,10 @@ Fixed seed, deterministic TF ops, a step budget and thresholds:
   solve in 1M env steps (docs/rnd_ppo.md; its greedy success is 0.00 at
   every evaluation there): with the first-visit gate the greedy policy
   reaches the goal in >= 5 of 10 episodes of some evaluation within
-  153,600 env steps (measured on this seed: 0.4, 0.7, 0.8 at the three
-  evaluations).
+  153,600 env steps. Two runs of this test on one machine gave 0.4, 0.7,
+  0.8 and 0.4, 0.6, 1.0 at the three evaluations: the run is not
+  bit-reproducible even with deterministic ops (the episode counts differ
+  from the first evaluation on), hence the margin.
 """
 
 import glob
