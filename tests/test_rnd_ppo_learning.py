@@ -49,20 +49,31 @@ def read_scalars(directory, tag):
   return sorted(points)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps unit tests at 300 s
-class RndPpoMountainCarLearningTest(absltest.TestCase):
+class _LearningTest(absltest.TestCase):
 
-  def test_reaches_the_flag(self):
+  def train(self, gin_file, bindings):
+    """Trains with deterministic ops in a temporary root; returns its logs.
+
+    Returns:
+      `(result of runner.run, seconds, root_dir)`.
+    """
     tf.config.experimental.enable_op_determinism()
-    root_dir = tempfile.mkdtemp(prefix='tfa_explore_rnd_ppo_mountaincar_')
+    root_dir = tempfile.mkdtemp(prefix='tfa_explore_rnd_ppo_learning_')
     self.addCleanup(shutil.rmtree, root_dir, ignore_errors=True)
     gin.clear_config()
     self.addCleanup(gin.clear_config)
     start = time.time()
+    result = runner.run(root_dir, [gin_file], bindings)
+    return result, time.time() - start, root_dir
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps unit tests at 300 s
+class RndPpoMountainCarLearningTest(_LearningTest):
+
+  def test_reaches_the_flag(self):
     # The gin file's NUM_ENV_STEPS is the budget; only SEED is pinned here.
-    result = runner.run(root_dir, [MOUNTAINCAR_GIN], ['SEED = 0'])
-    seconds = time.time() - start
+    result, seconds, root_dir = self.train(MOUNTAINCAR_GIN, ['SEED = 0'])
     terminated = read_scalars(os.path.join(root_dir, 'train'),
                               'Metrics/TerminatedEpisodes')
     evals = read_scalars(os.path.join(root_dir, 'eval'),
@@ -84,18 +95,11 @@ class RndPpoMountainCarLearningTest(absltest.TestCase):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-class RndPpoMultiRoomLearningTest(absltest.TestCase):
+class RndPpoMultiRoomLearningTest(_LearningTest):
 
   def test_greedy_policy_reaches_the_goal(self):
-    tf.config.experimental.enable_op_determinism()
-    root_dir = tempfile.mkdtemp(prefix='tfa_explore_rnd_ppo_multiroom_')
-    self.addCleanup(shutil.rmtree, root_dir, ignore_errors=True)
-    gin.clear_config()
-    self.addCleanup(gin.clear_config)
-    start = time.time()
-    result = runner.run(root_dir, [MULTIROOM_GIN],
-                        ['SEED = 0', f'NUM_ENV_STEPS = {MULTIROOM_BUDGET}'])
-    seconds = time.time() - start
+    result, seconds, root_dir = self.train(
+        MULTIROOM_GIN, ['SEED = 0', f'NUM_ENV_STEPS = {MULTIROOM_BUDGET}'])
     terminated = read_scalars(os.path.join(root_dir, 'train'),
                               'Metrics/TerminatedEpisodes')
     success = read_scalars(os.path.join(root_dir, 'eval'),
