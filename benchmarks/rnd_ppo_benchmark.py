@@ -48,7 +48,7 @@ TASKS = {
         return_target=0.9, eval_metric='Metrics/SuccessRate',
         success='goal reached'),
     'minigrid_keycorridor_s3r3': dict(
-        title='MiniGrid-KeyCorridorS3R3-v0', budget=1_000_000,
+        title='MiniGrid-KeyCorridorS3R3-v0', budget=2_000_000,
         return_target=0.9, eval_metric='Metrics/SuccessRate',
         success='ball picked up'),
 }
