@@ -31,6 +31,12 @@ seconds are printed too, with the load average before and after.
 * `rnd`: env steps per CPU-second of RND-PPO and its PPO twin (both with
   our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
   and gin/ppo/<task>.gin).
+* `torso`: agent steps per CPU-second of RND-PPO on Montezuma's Revenge
+  (gin/rnd_ppo/montezuma.gin, 8 subprocess envs) with its shared torso
+  against the same file with two torsos (an actor and a value network of
+  their own, (256, 448) units each after the convs, the file's layout
+  before the shared torso). The RND warm-up is cut to 64 steps (it is not
+  timed).
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
@@ -55,6 +61,12 @@ RND_TASKS = {
     'MiniGrid-Empty-8x8': ('gin/rnd_ppo/minigrid_empty8x8.gin',
                            'gin/ppo/minigrid_empty8x8.gin'),
 }
+MONTEZUMA_GIN = 'gin/rnd_ppo/montezuma.gin'
+TWO_TORSOS = ('rnd_ppo.rnd_ppo_agent.shared_torso = False',
+              'rnd_ppo.rnd_ppo_agent.torso_fc_layers = ()',
+              'rnd_ppo.rnd_ppo_agent.actor_fc_layers = (256, 448)',
+              'rnd_ppo.rnd_ppo_agent.value_fc_layers = (256, 448)')
+SHORT_WARM_UP = ('warm_up_observation_normalizer.num_steps = 64',)
 SOLVED_RETURN = 475.0  # CartPole-v1's reward threshold (gymnasium)
 
 
@@ -392,7 +404,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--measure', default='components,startup,steady,rnd',
                       help='Comma-separated: components, startup, steady, '
-                      'rnd.')
+                      'rnd, torso.')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--warmup', type=int, default=3,
                       help='Iterations before the timed ones.')
@@ -451,6 +463,13 @@ def main():
       report_pairs(f'{task}, RND-PPO vs PPO twin, steady', [
           ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours')],
           args.repeats, args.warmup, args.iterations)
+  if 'torso' in measures:
+    report_pairs("Montezuma's Revenge, RND-PPO, shared torso vs two torsos, "
+                 'steady', [
+                     ('shared torso', MONTEZUMA_GIN, 'ours', SHORT_WARM_UP),
+                     ('two torsos', MONTEZUMA_GIN, 'ours',
+                      SHORT_WARM_UP + TWO_TORSOS)],
+                 args.repeats, args.warmup, args.iterations)
   print(f'load average after: {os.getloadavg()}', flush=True)
 
 

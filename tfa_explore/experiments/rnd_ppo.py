@@ -19,8 +19,10 @@ from tf_agents.networks import actor_distribution_network
 
 from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.rnd_ppo import agent as rnd_agent
+from tfa_explore.experiments import errors
 from tfa_explore.experiments import ppo
 from tfa_explore.networks import dual_value_network
+from tfa_explore.networks import shared_torso as shared_torso_networks
 from tfa_explore.utils import optimizers
 
 REQUIRED = gin.REQUIRED
@@ -49,6 +51,8 @@ def rnd_ppo_agent(
     value_fc_layers: Sequence[int] = REQUIRED,
     activation_fn: Callable[[tf.Tensor], tf.Tensor] = REQUIRED,
     conv_layer_params: Optional[Sequence[Tuple[int, int, int]]] = None,
+    shared_torso: Optional[bool] = None,
+    torso_fc_layers: Sequence[int] = (),
     image_scale: float = 1.0 / 255.0,
     learning_rate_decay_steps: Optional[int] = None,
     adam_epsilon: float = 1e-5,
@@ -75,12 +79,20 @@ def rnd_ppo_agent(
     extrinsic_advantage_coef: Weight of A_E in the combined advantage.
     normalize_observations: The policy's own running observation
       normaliser (float observations only).
-    actor_fc_layers: Hidden units of the actor.
-    value_fc_layers: Hidden units of the dual value network's torso.
+    actor_fc_layers: Hidden units of the actor (with a shared torso: of
+      the policy's own layers on it).
+    value_fc_layers: Hidden units of the dual value network's torso (with
+      a shared torso: of the value branch's own layers on it).
     activation_fn: Activation of the actor and value networks, e.g.
       `@tf.nn.tanh` (import gin.tf.external_configurables in the gin file).
     conv_layer_params: (filters, kernel, stride) layers of both torsos, for
       image observations.
+    shared_torso: One torso (convs, then `torso_fc_layers`) for the policy
+      and both value heads, as the paper's networks
+      (`tfa_explore.networks.shared_torso`); False builds an actor and a
+      value network of their own. None: shared for image observations
+      (`conv_layer_params` given), separate otherwise.
+    torso_fc_layers: Dense layers of the shared torso after its convs.
     image_scale: Multiplier after casting integer observations (in-network).
     learning_rate_decay_steps: Linear decay to 0 over this many gradient
       steps (of the policy/value optimizer); None keeps it constant.
@@ -103,19 +115,39 @@ def rnd_ppo_agent(
         'rnd_ppo.rnd_ppo_agent.normalize_observations = False.')
   conv = (tuple(tuple(p) for p in conv_layer_params)
           if conv_layer_params else None)
-  actor_net = actor_distribution_network.ActorDistributionNetwork(
-      observation_spec, action_spec,
-      preprocessing_layers=preprocessing,
-      conv_layer_params=conv,
-      fc_layer_params=tuple(actor_fc_layers),
-      activation_fn=activation_fn)
-  value_net = dual_value_network.DualValueNetwork(
-      observation_spec,
-      preprocessing_layers=ppo.observation_preprocessing(observation_spec,
-                                                         image_scale),
-      conv_layer_params=conv,
-      fc_layer_params=tuple(value_fc_layers),
-      activation_fn=activation_fn)
+  if shared_torso is None:
+    shared_torso = conv is not None
+  if shared_torso:
+    torso = shared_torso_networks.make_torso(
+        observation_spec, preprocessing_layers=preprocessing,
+        conv_layer_params=conv, fc_layer_params=tuple(torso_fc_layers),
+        activation_fn=activation_fn)
+    actor_net = shared_torso_networks.ActorHeadNetwork(
+        torso, action_spec, fc_layer_params=tuple(actor_fc_layers),
+        activation_fn=activation_fn)
+    value_net = shared_torso_networks.ValueHeadNetwork(
+        torso, heads=(dual_value_network.EXTRINSIC,
+                      dual_value_network.INTRINSIC),
+        fc_layer_params=tuple(value_fc_layers), activation_fn=activation_fn)
+  else:
+    if torso_fc_layers:
+      raise errors.ConfigError(
+          f'rnd_ppo.rnd_ppo_agent.torso_fc_layers = {tuple(torso_fc_layers)} '
+          'needs rnd_ppo.rnd_ppo_agent.shared_torso = True (separate '
+          'networks take actor_fc_layers and value_fc_layers).')
+    actor_net = actor_distribution_network.ActorDistributionNetwork(
+        observation_spec, action_spec,
+        preprocessing_layers=preprocessing,
+        conv_layer_params=conv,
+        fc_layer_params=tuple(actor_fc_layers),
+        activation_fn=activation_fn)
+    value_net = dual_value_network.DualValueNetwork(
+        observation_spec,
+        preprocessing_layers=ppo.observation_preprocessing(observation_spec,
+                                                           image_scale),
+        conv_layer_params=conv,
+        fc_layer_params=tuple(value_fc_layers),
+        activation_fn=activation_fn)
   # Variables are created actor, value, RND target, RND predictor: the
   # initialisers draw their seeds in that order, so a seed keeps giving the
   # initial weights it gave before the intrinsic reward became a component.

@@ -462,6 +462,9 @@ class RndPPOAgent(tf_agent.TFAgent):
     """
     values, _ = self.collect_policy.apply_value_network(
         observations, step_types, training=training)
+    return self._value_losses_of(values, returns, old_values, weights)
+
+  def _value_losses_of(self, values, returns, old_values, weights):
     losses = {INTRINSIC: tf.constant(0.0)}
     for head in self._trained_value_heads:
       losses[head] = self._value_pred_loss_coef * maths.value_loss(
@@ -476,16 +479,17 @@ class RndPPOAgent(tf_agent.TFAgent):
       `(LossInfo(loss, RndPPOLossInfo), mean entropy)`; the loss and the
       info leave out the predictor, which has its own optimizer.
     """
-    distribution, _ = self.collect_policy.apply_actor_network(
+    # One call for the policy and both heads: a shared torso runs once and
+    # takes the gradients of every loss below.
+    distribution, values = self.collect_policy.apply_networks(
         batch['observations'], batch['step_types'], training=training)
     log_probs = common.log_probability(distribution, batch['actions'],
                                        self.action_spec)
     policy_gradient_loss, clip_fraction = maths.clipped_surrogate_loss(
         log_probs, batch['old_log_probs'], batch['advantages'],
         batch['weights'], self._importance_ratio_clipping)
-    value_losses = self.value_losses(
-        batch['observations'], batch['step_types'], batch['returns'],
-        batch['old_values'], batch['weights'], training=training)
+    value_losses = self._value_losses_of(
+        values, batch['returns'], batch['old_values'], batch['weights'])
 
     entropy = common.entropy(distribution, self.action_spec, outer_rank=2)
     entropy = (tf.zeros_like(batch['weights']) if entropy is None else

@@ -3,8 +3,10 @@
 TF-Agents' `PPOPolicy` fixes its info spec to `{'dist_params',
 'value_prediction'}` inside its constructor, with no hook to add a field, so
 this policy derives from `ActorPolicy`. Like `PPOPolicy` it offers
-`apply_value_network` and `get_initial_value_state`; `apply_actor_network`
-gives the agent's loss the distributions with `training=True`.
+`apply_value_network` and `get_initial_value_state`; `apply_networks`
+gives the agent's loss the distributions and both values with
+`training=True`, running a torso the two networks share
+(`tfa_explore.networks.shared_torso`) once.
 """
 
 import tensorflow as tf
@@ -14,8 +16,11 @@ from tf_agents.networks import network
 from tf_agents.policies import actor_policy
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import policy_step
+from tf_agents.utils import nest_utils
+from tf_agents.utils import object_identity
 
 from tfa_explore.networks import dual_value_network
+from tfa_explore.networks import shared_torso
 
 VALUE_PREDICTION = 'value_prediction'
 INTRINSIC_VALUE_PREDICTION = 'intrinsic_value_prediction'
@@ -107,6 +112,13 @@ class RndPPOPolicy(actor_policy.ActorPolicy):
         name=name)
     self._collect = collect
     self._value_network = value_network
+    self._shared_torso = shared_torso.shared_torso(actor_network,
+                                                   value_network)
+
+  def _normalize(self, observations):
+    if self._observation_normalizer:
+      return self._observation_normalizer.normalize(observations)
+    return observations
 
   def get_initial_value_state(self, batch_size):
     del batch_size
@@ -119,23 +131,32 @@ class RndPPOPolicy(actor_policy.ActorPolicy):
     Returns:
       `({'extrinsic': V_E, 'intrinsic': V_I}, value_state)`.
     """
-    if self._observation_normalizer:
-      observations = self._observation_normalizer.normalize(observations)
-    return self._value_network(observations, step_types,
+    return self._value_network(self._normalize(observations), step_types,
                                value_state or (), training=training)
 
-  def apply_actor_network(self, observations, step_types, training=False):
-    """Action distributions, with the policy's observation normalisation.
+  def apply_networks(self, observations, step_types, training=False):
+    """Action distributions and both values, with the policy's normaliser.
 
-    The agent's loss calls this with `training=True` (the public
-    `distribution` takes no `training` argument).
+    A torso the actor and value networks share runs once for both.
+
+    Returns:
+      `(distributions, {'extrinsic': V_E, 'intrinsic': V_I})`.
     """
-    if self._observation_normalizer:
-      observations = self._observation_normalizer.normalize(observations)
-    distributions, _ = self._actor_network(
-        observations, step_type=step_types, network_state=(),
-        training=training)
-    return distributions, ()
+    observations = self._normalize(observations)
+    if self._shared_torso is None:
+      distributions, _ = self._actor_network(
+          observations, step_type=step_types, network_state=(),
+          training=training)
+      values, _ = self._value_network(observations, step_types, (),
+                                      training=training)
+      return distributions, values
+    outer_rank = nest_utils.get_outer_rank(
+        observations, self._actor_network.input_tensor_spec)
+    features = self._actor_network.features(observations, step_types,
+                                            training)
+    return (self._actor_network.from_features(features, outer_rank,
+                                              training=training),
+            self._value_network.from_features(features, training=training))
 
   def _variables(self):
     variables = list(self._actor_network.variables)
@@ -143,15 +164,24 @@ class RndPPOPolicy(actor_policy.ActorPolicy):
     if self._observation_normalizer:
       variables += list(tf.nest.flatten(
           self._observation_normalizer.variables))
-    return variables
+    # A shared torso's variables are in both networks: listed once, in
+    # order (weights travel to actors in this order).
+    seen = object_identity.ObjectIdentitySet()
+    unique = []
+    for variable in variables:
+      if variable not in seen:
+        seen.add(variable)
+        unique.append(variable)
+    return unique
 
   def _distribution(self, time_step, policy_state, training=False):
-    distributions, _ = self.apply_actor_network(
-        time_step.observation, time_step.step_type, training=training)
     if not self._collect:
+      distributions, _ = self._actor_network(
+          self._normalize(time_step.observation),
+          step_type=time_step.step_type, network_state=(), training=training)
       return policy_step.PolicyStep(distributions, policy_state, ())
-    values, _ = self.apply_value_network(
-        time_step.observation, time_step.step_type, training=False)
+    distributions, values = self.apply_networks(
+        time_step.observation, time_step.step_type, training=training)
     info = {
         DIST_PARAMS: ppo_utils.get_distribution_params(
             distributions,
