@@ -3,6 +3,7 @@
 import functools
 import os
 
+import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.agents.ppo import ppo_clip_agent
@@ -20,9 +21,11 @@ from tfa_explore.experiments import errors
 from tfa_explore.experiments import intrinsic
 from tfa_explore.experiments import ppo
 from tfa_explore.experiments import rnd_ppo
+from tfa_explore.experiments import runner
 from tfa_explore.networks import shared_torso
 from tfa_explore.testing import fake_envs
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONV = ((4, 3, 2), (4, 3, 1))  # two conv layers on the 8x8 fake images
 AGENT_SETTINGS = dict(
     learning_rate=1e-2, num_epochs=2, num_minibatches=1,
@@ -221,6 +224,35 @@ class SharedTorsoTest(tf.test.TestCase):
     expected = agent.collect_policy.distribution(time_step).info
     saved = loaded.distribution(time_step).info
     self.assertAllClose(expected, saved)
+
+
+class MontezumaAgentTest(tf.test.TestCase):
+  test_session = None  # tf.test.TestCase's deprecated helper, not a test.
+
+  def test_the_shipped_agent_trains_on_a_whole_rollout(self):
+    # gin/ppo/montezuma.gin's agent (shared torso, 4 epochs x 4
+    # minibatches) on one rollout of its shape: 8 envs x 128 steps of uint8
+    # 84x84x4 frames (fake images instead of ALE). At this size Grappler
+    # turned the loss sums of each step into a TemporaryVariable
+    # accumulator, and the second `train` call failed with ALREADY_EXISTS
+    # (with both gin files, shared torso or not).
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
+    runner.parse_gin([os.path.join(REPO_ROOT, 'gin/ppo/montezuma.gin')], [])
+    tf.random.set_seed(0)
+    env = tf_py_environment.TFPyEnvironment(
+        batched_py_environment.BatchedPyEnvironment(
+            [fake_envs.load_image(seed=i, shape=(84, 84, 4))
+             for i in range(8)], multithreading=False))
+    agent = rnd_ppo.rnd_ppo_agent(
+        time_step_spec=env.time_step_spec(), action_spec=env.action_spec(),
+        train_step_counter=tf.Variable(0, dtype=tf.int64))
+    self.assertIsInstance(agent.actor_net, shared_torso.ActorHeadNetwork)
+    experience = rollout(env, agent.collect_policy, 128)
+    train = tf.function(agent.train, autograph=False)
+    for _ in range(2):
+      self.assertTrue(np.isfinite(train(experience).loss.numpy()))
+    self.assertEqual(int(agent.train_step_counter), 2 * 16)
 
 
 if __name__ == '__main__':

@@ -570,7 +570,6 @@ class RndPPOAgent(tf_agent.TFAgent):
     # inner one takes one optimizer step per minibatch.
     num_minibatches = self._num_minibatches
     last_epoch = self._num_epochs - 1
-    zero = tf.constant(0.0)
     summed = RndPPOLossInfo._fields + (
         'total_loss', 'entropy', 'predictor_update_fraction')
 
@@ -599,8 +598,12 @@ class RndPPOAgent(tf_agent.TFAgent):
           total_loss=loss_info.loss + intrinsic_loss.loss,
           entropy=entropy,
           predictor_update_fraction=intrinsic_loss.update_fraction)
-      return {name: sums[name] + tf.cast(parts[name], tf.float32)
-              for name in summed}
+      # One vector add per step: a chain of scalar adds onto the loop
+      # variables became one AddN that Grappler turned into a
+      # TemporaryVariable accumulator, which failed (ALREADY_EXISTS) in
+      # these nested loops on the Montezuma file.
+      return sums + tf.stack([tf.cast(parts[name], tf.float32)
+                              for name in summed])
 
     def epoch_step(epoch, sums):
       permutation = tf.random.shuffle(tf.range(batch_size))
@@ -614,7 +617,7 @@ class RndPPOAgent(tf_agent.TFAgent):
 
     _, sums = tf.while_loop(
         lambda epoch, _: epoch < self._num_epochs, epoch_step,
-        (tf.constant(0), {name: zero for name in summed}))
+        (tf.constant(0), tf.zeros([len(summed)])))
 
     if self.update_normalizers_in_train:
       if self._compute_value_and_advantage_in_train:
@@ -627,7 +630,7 @@ class RndPPOAgent(tf_agent.TFAgent):
                                            processed.step_type)
 
     num_steps = float(self._num_epochs * num_minibatches)
-    means = {name: total / num_steps for name, total in sums.items()}
+    means = dict(zip(summed, tf.unstack(sums / num_steps)))
     self._write_summaries(processed, masked_weights, means)
     return tf_agent.LossInfo(
         loss=means['total_loss'],
