@@ -31,8 +31,9 @@ setuptools.setup(
     ],
     extras_require={
         'test': ['pytest', 'pytest-timeout'],
-        # benchmarks/rnd_ppo_benchmark.py draws learning curves.
-        'bench': ['matplotlib'],
+        # benchmarks/rnd_ppo_benchmark.py draws learning curves;
+        # benchmarks/atari_limits.py reads the CPU time of env subprocesses.
+        'bench': ['matplotlib', 'psutil'],
         # train/ray_launch.py. 2.40 resolves with TF 2.15's protobuf 4.25
         # and grpcio (docs/distributed.md).
         'ray': ['ray==2.40.0'],
