@@ -47,9 +47,12 @@ R2D3_WITHOUT_TWIN = {
 # of its observation normaliser, nothing else.
 INTRINSIC_PARAMETERS = frozenset([('rnd_ppo.rnd_ppo_agent', 'intrinsic_reward'),
                                   ('r2d2.r2d2_agent_fn', 'intrinsic_reward'),
+                                  ('r2d2.r2d2_agent_fn', 'intrinsic_q_head'),
                                   ('on_policy.train_eval', 'pre_training_fn')])
-# An R2D2 + RND file may also have its own budget (NUM_ENV_STEPS).
+# An R2D2 + RND file may also have its own budget (NUM_ENV_STEPS) and eval
+# spacing.
 BUDGET_BINDINGS = frozenset([('', 'r2d2.Settings', 'num_env_steps'),
+                             ('', 'r2d2.Settings', 'eval_interval'),
                              ('NUM_ENV_STEPS', 'gin.macro', 'value')])
 INTRINSIC_CONFIGURABLES = frozenset(['intrinsic.rnd_intrinsic_reward',
                                      'warm_up_observation_normalizer',
@@ -166,7 +169,8 @@ class GinFilesTest(parameterized.TestCase):
     with open(path) as f:
       self.assertIn(f"\ninclude '{_relative(r2d2_path)}'\n", f.read())
     not_intrinsic = [line for line in own_binding_lines(path)
-                     if not is_intrinsic_binding(('',) + line)]
+                     if not (is_intrinsic_binding(('',) + line) or
+                             ('',) + line in BUDGET_BINDINGS)]
     self.assertEmpty(not_intrinsic)
     differing = differing_bindings(path, r2d2_path)
     self.assertEmpty([key for key in differing

@@ -3,7 +3,15 @@
 observation -> torso (conv stack for images, MLP for vectors)
             -> concat(torso features, one_hot(prev_action), prev_reward)
             -> LSTM (or nothing, for the feed-forward baseline)
-            -> dueling head: Q = V + A - mean_a A (Wang et al. 2016).
+            -> dueling head: Q = V + A - mean_a A (Wang et al. 2016)
+            [-> a second dueling head, Q_I, with `intrinsic_head=True`]
+
+Intrinsic head. With `intrinsic_head=True` the network has a second
+dueling head on the same LSTM output: Q_I, the value of the intrinsic
+reward, beside Q_E of the extrinsic one (Agent57, Badia et al. 2020,
+Section 4.1, keeps the two apart; there they are two networks). `call`
+returns Q_E, so a greedy policy and a saved policy act on the task's
+reward; `q_heads` returns both for the learner and the exploring actors.
 
 Input design. The network input is a dict
 
@@ -84,6 +92,12 @@ class DuelingOutputs(
   __slots__ = ()
 
 
+class QHeads(
+    collections.namedtuple('QHeads', ['extrinsic', 'intrinsic'])):
+  """Q_E and Q_I of a network with an intrinsic head, each `[..., A]`."""
+  __slots__ = ()
+
+
 class RecurrentDuelingQNetwork(network.Network):
   """LSTM (or feed-forward) dueling Q network with previous action and reward.
 
@@ -100,6 +114,7 @@ class RecurrentDuelingQNetwork(network.Network):
                dueling_fc_layer_params,
                conv_layer_params=None,
                image_scale=None,
+               intrinsic_head=False,
                name='RecurrentDuelingQNetwork'):
     """Creates the network.
 
@@ -118,6 +133,8 @@ class RecurrentDuelingQNetwork(network.Network):
       image_scale: multiplier after casting the observation to float32;
         None: 1/255 for uint8 observations (pixels), 1 otherwise. One-hot
         uint8 planes (MiniGrid) want 1.
+      intrinsic_head: add a second dueling head, Q_I (see the module
+        docstring); `call` still returns Q_E.
       name: network name.
 
     Raises:
@@ -172,15 +189,26 @@ class RecurrentDuelingQNetwork(network.Network):
     else:
       self._lstm = dynamic_unroll_layer.DynamicUnroll(
           tf.keras.layers.LSTMCell(lstm_size), name='lstm')
-    self._value_layers = [
-        tf.keras.layers.Dense(units, activation='relu', name=f'value_fc_{i}')
-        for i, units in enumerate(dueling_fc_layer_params)
-    ] + [tf.keras.layers.Dense(1, name='value')]
-    self._advantage_layers = [
+    self._value_layers, self._advantage_layers = self._dueling_layers(
+        dueling_fc_layer_params, prefix='')
+    self._intrinsic_layers = None
+    if intrinsic_head:
+      self._intrinsic_layers = self._dueling_layers(
+          dueling_fc_layer_params, prefix='intrinsic_')
+
+  def _dueling_layers(self, dueling_fc_layer_params, prefix):
+    """(value layers, advantage layers) of one dueling head."""
+    value_layers = [
         tf.keras.layers.Dense(units, activation='relu',
-                              name=f'advantage_fc_{i}')
+                              name=f'{prefix}value_fc_{i}')
         for i, units in enumerate(dueling_fc_layer_params)
-    ] + [tf.keras.layers.Dense(self._num_actions, name='advantage')]
+    ] + [tf.keras.layers.Dense(1, name=f'{prefix}value')]
+    advantage_layers = [
+        tf.keras.layers.Dense(units, activation='relu',
+                              name=f'{prefix}advantage_fc_{i}')
+        for i, units in enumerate(dueling_fc_layer_params)
+    ] + [tf.keras.layers.Dense(self._num_actions, name=f'{prefix}advantage')]
+    return value_layers, advantage_layers
 
   @property
   def num_actions(self):
@@ -192,9 +220,34 @@ class RecurrentDuelingQNetwork(network.Network):
         training=training)
     return outputs.q_values, next_state
 
+  @property
+  def has_intrinsic_head(self):
+    """Whether the network has Q_I beside Q_E (`q_heads`)."""
+    return self._intrinsic_layers is not None
+
   def dueling_outputs(self, inputs, step_type=None, network_state=(),
                       training=False):
     """Like `call`, but returns all dueling streams as `DuelingOutputs`."""
+    (outputs, _), next_state = self._heads(inputs, step_type, network_state,
+                                           training)
+    return outputs, next_state
+
+  def q_heads(self, inputs, step_type=None, network_state=(),
+              training=False):
+    """`(QHeads(Q_E, Q_I), next_state)` of a network with an intrinsic head.
+
+    One pass of the torso and the LSTM serves both heads.
+    """
+    if not self.has_intrinsic_head:
+      raise ValueError(
+          f'{self.name} has no intrinsic head; build it with '
+          'intrinsic_head=True.')
+    (extrinsic, intrinsic), next_state = self._heads(
+        inputs, step_type, network_state, training)
+    return QHeads(extrinsic.q_values, intrinsic.q_values), next_state
+
+  def _heads(self, inputs, step_type, network_state, training):
+    """((extrinsic, intrinsic or None) `DuelingOutputs`, next_state)."""
     outer_rank = nest_utils.get_outer_rank(inputs, self.input_tensor_spec)
     if outer_rank not in (1, 2):
       raise ValueError(
@@ -229,21 +282,16 @@ class RecurrentDuelingQNetwork(network.Network):
           core_inputs, initial_state=network_state, reset_mask=is_first,
           training=training)
 
-    value = core_outputs
-    for layer in self._value_layers:
-      value = layer(value, training=training)
-    advantages = core_outputs
-    for layer in self._advantage_layers:
-      advantages = layer(advantages, training=training)
-    # Subtracting the mean advantage (not the max) is the variant Wang et al.
-    # (2016) found more stable and the one R2D2 inherits from Ape-X.
-    q_values = value + advantages - tf.reduce_mean(
-        advantages, axis=-1, keepdims=True)
-    outputs = DuelingOutputs(
-        q_values=q_values, value=tf.squeeze(value, -1), advantages=advantages)
-
+    outputs = (_dueling(core_outputs, self._value_layers,
+                        self._advantage_layers, training), None)
+    if self._intrinsic_layers is not None:
+      # Built by every call, so `create_variables` creates its weights.
+      outputs = (outputs[0], _dueling(core_outputs, *self._intrinsic_layers,
+                                      training))
     if not has_time_dim:
-      outputs = tf.nest.map_structure(lambda t: tf.squeeze(t, 1), outputs)
+      outputs = tuple(
+          None if head is None else tf.nest.map_structure(
+              lambda t: tf.squeeze(t, 1), head) for head in outputs)
     return outputs, next_state
 
   def _torso(self, observation, training):
@@ -259,6 +307,22 @@ class RecurrentDuelingQNetwork(network.Network):
     for layer in self._torso_dense_layers:
       hidden = layer(hidden, training=training)
     return batch_squash.unflatten(hidden)
+
+
+def _dueling(core_outputs, value_layers, advantage_layers, training):
+  """`DuelingOutputs` of one dueling head on the core's outputs."""
+  value = core_outputs
+  for layer in value_layers:
+    value = layer(value, training=training)
+  advantages = core_outputs
+  for layer in advantage_layers:
+    advantages = layer(advantages, training=training)
+  # Subtracting the mean advantage (not the max) is the variant Wang et al.
+  # (2016) found more stable and the one R2D2 inherits from Ape-X.
+  q_values = value + advantages - tf.reduce_mean(
+      advantages, axis=-1, keepdims=True)
+  return DuelingOutputs(
+      q_values=q_values, value=tf.squeeze(value, -1), advantages=advantages)
 
 
 def _check_input_spec(input_tensor_spec, action_spec):

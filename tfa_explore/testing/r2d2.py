@@ -27,10 +27,12 @@ def counting_env(seed=0, episode_length=5):
   return fake_envs.load_counting(seed=seed, episode_length=episode_length)
 
 
-def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8, **kwargs):
+def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8,
+               intrinsic_head=False, **kwargs):
   """An initialized small `R2D2Agent` for `env` (default `counting_env()`).
 
   `kwargs` go to `R2D2Agent`; each agent gets its own train step counter.
+  `intrinsic_head`: the network's Q_I head (needs `intrinsic_reward`).
   """
   env = env or counting_env()
   time_step_spec = tensor_spec.from_spec(env.time_step_spec())
@@ -38,7 +40,7 @@ def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8, **kwargs):
   network = rdqn.RecurrentDuelingQNetwork(
       rdqn.make_input_spec(time_step_spec.observation, action_spec),
       action_spec, torso_fc_layer_params=(8,), lstm_size=lstm_size,
-      dueling_fc_layer_params=(8,))
+      dueling_fc_layer_params=(8,), intrinsic_head=intrinsic_head)
   kwargs.setdefault('optimizer', tf.keras.optimizers.Adam(1e-2))
   # Not the default global step, which all agents of a test would share.
   kwargs.setdefault('train_step_counter', tf.Variable(0, dtype=tf.int64))

@@ -21,6 +21,15 @@ component's normalised reward of the next observation; the component's
 predictor then takes one step on the same batch's real next observations.
 The actors do not see it (their initial priorities are extrinsic).
 
+Intrinsic head (a `q_network` built with `intrinsic_head=True`): r_i is
+not added to r_e; Q_E learns r_e and Q_I learns r_i from the same unroll
+(`learning.sequence_td_errors`), the loss is the sum of their TD losses and
+the priorities use |delta_E| + coef |delta_I|. The collect policies act on
+h^-1(Q_E) + coef h^-1(Q_I); `policy` (evaluated, saved) is greedy on Q_E.
+With one mixed Q the greedy policy maximises r_e + coef r_i and keeps
+chasing novelty when evaluated; NGU and Agent57 evaluate their beta = 0
+arm for that reason.
+
 Learner step: unroll online and target networks from the stored state,
 burning in `burn_in_steps` without gradient; rescaled n-step double-Q
 targets; importance-weighted squared TD loss over the trace's valid steps;
@@ -66,7 +75,8 @@ class PrioritizedSequences(
 class R2D2LossInfo(
     collections.namedtuple('R2D2LossInfo', [
         'td_loss', 'priorities', 'importance_weights', 'q_mean', 'q_max',
-        'target_mean', 'abs_td_error_mean', 'valid_fraction'
+        'target_mean', 'abs_td_error_mean', 'valid_fraction',
+        'intrinsic_td_loss'
     ])):
   """`LossInfo.extra` of `R2D2Agent`.
 
@@ -80,6 +90,7 @@ class R2D2LossInfo(
     abs_td_error_mean: |delta_t| over valid trace steps.
     valid_fraction: share of trace steps with a target (padding, episode
       ends and the bootstrap step have none).
+    intrinsic_td_loss: Q_I's TD loss (0 without an intrinsic head).
   """
   __slots__ = ()
 
@@ -207,7 +218,8 @@ class R2D2Agent(tf_agent.TFAgent):
       intrinsic_reward: None, or an `intrinsic.IntrinsicReward` whose
         reward is added to the replayed rewards (see the module docstring).
         Its stream must be episodic (`non_episodic=False`): it shares the
-        Q value's discount and episode ends.
+        Q value's discount and episode ends. Needed by a `q_network` with
+        an intrinsic head, which learns it apart (module docstring).
       jit_compile: compute the loss and its gradients in one XLA-compiled
         function (`_loss` of a subclass too). The same maths to float
         tolerance (tests/test_r2d2_agent.py); on CPU it fuses the unrolls'
@@ -251,6 +263,14 @@ class R2D2Agent(tf_agent.TFAgent):
           'non_episodic = False).')
     self._intrinsic_reward = intrinsic_reward
     intrinsic_reward.build_optimizer()
+    intrinsic_head = getattr(q_network, 'has_intrinsic_head', False)
+    if intrinsic_head and not intrinsic_reward.enabled:
+      raise ValueError(
+          'q_network has an intrinsic head but the agent has no intrinsic '
+          'reward for it to learn; pass intrinsic_reward (gin: '
+          'r2d2.r2d2_agent_fn.intrinsic_reward = '
+          '@intrinsic.rnd_intrinsic_reward) or build the network without '
+          'it (r2d2.r2d2_agent_fn.intrinsic_q_head = False).')
 
     self._q_network = q_network
     q_network.create_variables()
@@ -265,7 +285,9 @@ class R2D2Agent(tf_agent.TFAgent):
         use_stored_state=use_stored_state,
         rescale_values=rescale_values,
         rescale_epsilon=value_rescale_epsilon,
-        action_minimum=int(action_spec.minimum))
+        action_minimum=int(action_spec.minimum),
+        intrinsic_weight=(float(intrinsic_reward.coef) if intrinsic_head
+                          else None))
     self._target_update_period = target_update_period
     self._importance_sampling_exponent = importance_sampling_exponent
     self._priority_max_weight = priority_max_weight
@@ -277,7 +299,16 @@ class R2D2Agent(tf_agent.TFAgent):
           self._loss_and_gradients_of, jit_compile=True, autograph=False)
 
     policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec, q_network)
-    collect_policy = r2d2_policy.R2D2CollectPolicy(policy, collect_epsilon)
+    self._exploring_policy = policy
+    if intrinsic_head:
+      self._exploring_policy = r2d2_policy.R2D2Policy(
+          time_step_spec, action_spec, q_network,
+          heads_fn=lambda heads: losses.mixed_action_values(
+              heads.extrinsic, heads.intrinsic,
+              self._td_settings.intrinsic_weight, rescale_values,
+              value_rescale_epsilon))
+    collect_policy = r2d2_policy.R2D2CollectPolicy(self._exploring_policy,
+                                                   collect_epsilon)
     super().__init__(
         time_step_spec,
         action_spec,
@@ -347,7 +378,7 @@ class R2D2Agent(tf_agent.TFAgent):
     # One env keeps a scalar epsilon, as an unbatched policy expects.
     epsilon = (epsilons[0] if envs_per_actor == 1 else
                tf.constant(epsilons, tf.float32))
-    return r2d2_policy.R2D2CollectPolicy(self.policy, epsilon)
+    return r2d2_policy.R2D2CollectPolicy(self._exploring_policy, epsilon)
 
   def _initialize(self):
     common.soft_variables_update(
@@ -358,7 +389,8 @@ class R2D2Agent(tf_agent.TFAgent):
         self._q_network.variables, self._target_q_network.variables,
         tau=1.0, tau_non_trainable=1.0)
 
-  def td_errors(self, trajectory, n_steps=None, training=False):
+  def td_errors(self, trajectory, n_steps=None, training=False,
+                intrinsic_rewards=None):
     """TD errors of `[B, T]` sequences from one unroll of both networks.
 
     `learning.sequence_td_errors` of the online and target networks with
@@ -368,6 +400,8 @@ class R2D2Agent(tf_agent.TFAgent):
       trajectory: `[B, T]` `Trajectory` in `collect_data_spec`.
       n_steps: the n to compute targets for; None for `(n_step,)`.
       training: passed to the online network.
+      intrinsic_rewards: None, or `[B, T]` r_i (`intrinsic_rewards`) for
+        Q_I's errors; only with an intrinsic head.
 
     Returns:
       `learning.TdErrors`; `by_n_step[n]` holds each n's errors.
@@ -376,7 +410,7 @@ class R2D2Agent(tf_agent.TFAgent):
         self._q_network, self._target_q_network, trajectory,
         self._td_settings,
         n_steps=(self._n_step,) if n_steps is None else tuple(n_steps),
-        training=training)
+        training=training, intrinsic_rewards=intrinsic_rewards)
 
   def check_sequence_length(self, trajectory):
     """Raises ValueError unless sequences have `sequence_length` steps."""
@@ -417,19 +451,35 @@ class R2D2Agent(tf_agent.TFAgent):
                                  n_step_errors.valid, loss_weights,
                                  self._huber_delta)
 
-  def sequence_priorities(self, n_step_errors):
-    """`[B]` priorities eta max|delta| + (1 - eta) mean|delta|, no gradient."""
+  def intrinsic_td_loss(self, errors, loss_weights):
+    """Q_I's weighted n-step TD loss; 0 without its errors."""
+    intrinsic = errors.intrinsic_by_n_step.get(self._n_step)
+    if intrinsic is None:
+      return tf.constant(0.0)
+    return self.td_loss(intrinsic, loss_weights)
+
+  def sequence_priorities(self, n_step_errors, intrinsic_errors=None):
+    """`[B]` priorities eta max|delta| + (1 - eta) mean|delta|, no gradient.
+
+    With Q_I's errors, |delta| is |delta_E| + coef |delta_I|.
+    """
+    abs_errors = tf.abs(n_step_errors.td_errors)
+    if intrinsic_errors is not None:
+      abs_errors += self._td_settings.intrinsic_weight * tf.abs(
+          intrinsic_errors.td_errors)
     return losses.sequence_priorities(
-        tf.stop_gradient(n_step_errors.td_errors), n_step_errors.valid,
+        tf.stop_gradient(abs_errors), n_step_errors.valid,
         eta=self._priority_max_weight)
 
-  def td_loss_info(self, errors, td_loss, importance_weights):
+  def td_loss_info(self, errors, td_loss, importance_weights,
+                   intrinsic_td_loss=0.0):
     """`R2D2LossInfo` of a batch: priorities and statistics of the n-step TD.
 
     Args:
       errors: `learning.TdErrors` holding `n_step`'s errors.
-      td_loss: the n-step TD loss.
+      td_loss: the n-step TD loss (of Q_E).
       importance_weights: `[B]`, from `sequence_loss_weights`.
+      intrinsic_td_loss: Q_I's, from `intrinsic_td_loss`.
     """
     n_step_errors = errors.by_n_step[self._n_step]
     valid_steps = n_step_errors.valid
@@ -443,50 +493,75 @@ class R2D2Agent(tf_agent.TFAgent):
     selected = tf.stop_gradient(errors.selected_q_values)
     return R2D2LossInfo(
         td_loss=td_loss,
-        priorities=self.sequence_priorities(n_step_errors),
+        priorities=self.sequence_priorities(
+            n_step_errors, errors.intrinsic_by_n_step.get(self._n_step)),
         importance_weights=importance_weights,
         q_mean=valid_mean(selected),
         q_max=tf.reduce_max(tf.where(valid_steps, selected, -float('inf'))),
         target_mean=valid_mean(n_step_errors.targets),
         abs_td_error_mean=valid_mean(tf.abs(n_step_errors.td_errors)),
-        valid_fraction=tf.reduce_mean(valid))
+        valid_fraction=tf.reduce_mean(valid),
+        intrinsic_td_loss=tf.convert_to_tensor(intrinsic_td_loss,
+                                               tf.float32))
 
-  def _loss(self, experience, weights=None, training=False):
+  def _loss(self, experience, weights=None, training=False,
+            intrinsic_rewards=None):
     trajectory, sample_info = split_experience(experience)
     self.check_sequence_length(trajectory)
-    errors = self.td_errors(trajectory, training=training)
+    errors = self.td_errors(trajectory, training=training,
+                            intrinsic_rewards=intrinsic_rewards)
     importance_weights, loss_weights = self.sequence_loss_weights(
         sample_info, weights,
         batch_size=tf.shape(errors.selected_q_values)[0])
     td_loss = self.td_loss(errors.by_n_step[self._n_step], loss_weights)
-    extra = self.td_loss_info(errors, td_loss, importance_weights)
-    return tf_agent.LossInfo(loss=td_loss, extra=extra)
+    intrinsic_td_loss = self.intrinsic_td_loss(errors, loss_weights)
+    extra = self.td_loss_info(errors, td_loss, importance_weights,
+                              intrinsic_td_loss)
+    return tf_agent.LossInfo(loss=td_loss + intrinsic_td_loss, extra=extra)
 
-  def _loss_and_gradients_of(self, experience, weights):
+  def _loss_and_gradients_of(self, experience, weights,
+                             intrinsic_rewards=None):
     """(LossInfo, gradients of the q network's trainable weights)."""
     variables = self._q_network.trainable_weights
     with tf.GradientTape(watch_accessed_variables=False) as tape:
       tape.watch(variables)
-      loss_info = self._loss(experience, weights=weights, training=True)
+      loss_info = self._loss(experience, weights=weights, training=True,
+                             intrinsic_rewards=intrinsic_rewards)
     return loss_info, tape.gradient(loss_info.loss, variables)
+
+  @property
+  def has_intrinsic_head(self):
+    """Whether Q_I learns r_i apart from Q_E (module docstring)."""
+    return self._td_settings.intrinsic_weight is not None
 
   def with_intrinsic_rewards(self, experience):
     """`experience` with r_e + coef * r_i on its trace steps, and a step.
 
+    `intrinsic_rewards` added to the rewards (see there). Returns
+    `experience` unchanged when there is no intrinsic reward.
+    """
+    if not self._intrinsic_reward.enabled:
+      return experience
+    trajectory = _trajectory_of(experience)
+    bonus = self._intrinsic_reward.coef * self.intrinsic_rewards(experience)
+    reward = trajectory.reward + tf.cast(bonus, trajectory.reward.dtype)
+    return _replace_trajectory(experience,
+                               trajectory._replace(reward=reward))
+
+  def intrinsic_rewards(self, experience):
+    """`[B, T]` r_i of a batch's trace steps, and a predictor step.
+
     r_i of trace step t is the component's normalised reward of the next
     observation, on steps whose next step is real (same episode, not
-    padding); burn-in steps and the last step keep r_e (no target uses
+    padding); burn-in steps and the last step get 0 (no target uses
     their reward). With the component's first-visit gate, r_i is paid on
     next observations not seen earlier in the sequence's episode (burn-in
     included). In order: the RND input statistics take the batch's real
     observations, the rewards are computed (advancing the return
     statistics over the real transitions), then the predictor takes one
-    step on those next observations. Returns `experience` unchanged when
-    there is no intrinsic reward.
+    step on those next observations.
     """
     component = self._intrinsic_reward
-    if not component.enabled:
-      return experience
     trajectory = _trajectory_of(experience)
     burn_in = self._sequence_config.burn_in_steps
     real = learning.step_mask(trajectory.step_type)
@@ -504,7 +579,7 @@ class R2D2Agent(tf_agent.TFAgent):
     rewards = component.rewards(next_observations, update_statistics=True,
                                 mask=transitions, first_visits=first_visits)
     weights = tf.cast(transitions, tf.float32)
-    bonus = component.coef * rewards.normalized * weights
+    bonus = rewards.normalized * weights
     batch_size = tf.shape(bonus)[0]
     bonus = tf.concat([tf.zeros([batch_size, burn_in]), bonus,
                        tf.zeros([batch_size, 1])], axis=1)
@@ -517,14 +592,17 @@ class R2D2Agent(tf_agent.TFAgent):
                                 predictor.update_fraction)
       tf.summary.scalar('Losses/predictor_loss', predictor.loss,
                         step=self.train_step_counter)
-    reward = trajectory.reward + tf.cast(bonus, trajectory.reward.dtype)
-    return _replace_trajectory(experience,
-                               trajectory._replace(reward=reward))
+    return bonus
 
   def _train(self, experience, weights=None):
     variables = self._q_network.trainable_weights
-    experience = self.with_intrinsic_rewards(experience)
-    loss_info, gradients = self._loss_and_gradients(experience, weights)
+    intrinsic_rewards = None
+    if self.has_intrinsic_head:
+      intrinsic_rewards = self.intrinsic_rewards(experience)
+    else:
+      experience = self.with_intrinsic_rewards(experience)
+    loss_info, gradients = self._loss_and_gradients(experience, weights,
+                                                    intrinsic_rewards)
     tf.debugging.check_numerics(loss_info.loss, 'R2D2 loss is inf or nan')
     grads_and_vars = list(zip(gradients, variables))
     if self._gradient_clipping is not None:
@@ -543,7 +621,8 @@ class R2D2Agent(tf_agent.TFAgent):
         lambda: tf.group(self._update_target()), tf.no_op)
     if self.summaries_enabled:
       summaries.write_loss_info(loss_info.extra, self.train_step_counter,
-                                debug=self._debug_summaries)
+                                debug=self._debug_summaries,
+                                intrinsic_head=self.has_intrinsic_head)
     return loss_info
 
   def initial_priorities_fn(self):

@@ -11,10 +11,17 @@ both roles, as in the paper), so both compute priorities the same way.
 Sequences are `Trajectory`s shaped `[B, T]` with
 `T = SequenceConfig.sequence_length` and the policy info of
 `policy.R2D2Policy`.
+
+With an intrinsic head (`TdSettings.intrinsic_weight` set) the same
+unroll gives both heads' errors: Q_E learns r_e by double Q with its own
+argmax (the greedy policy the agent is evaluated on, Agent57's beta = 0
+arm), Q_I learns r_i with the argmax of h^-1(Q_E) + beta h^-1(Q_I) (the
+exploring actors' policy, Agent57's target policy).
 """
 
 import collections
 import dataclasses
+from typing import Optional
 
 import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
@@ -51,7 +58,7 @@ def step_mask(step_type):
 
 
 def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
-           training=False):
+           training=False, heads=False):
   """Q values of the steps after the burn-in, `[B, T - burn_in_steps, A]`.
 
   The unroll starts from the state stored at the first step (or zeros if
@@ -66,9 +73,10 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
     burn_in_steps: Python int.
     use_stored_state: start from `policy_info['network_state'][:, 0]`.
     training: passed to the network.
+    heads: return the `QHeads` of a network with an intrinsic head.
 
   Returns:
-    float `[B, T - burn_in_steps, A]`.
+    float `[B, T - burn_in_steps, A]`, or `QHeads` of two such.
   """
   info = trajectory.policy_info
   inputs = r2d2_policy.network_inputs(trajectory.observation, info)
@@ -84,14 +92,15 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
   def time_slice(nest, start, stop=None):
     return tf.nest.map_structure(lambda t: t[:, start:stop], nest)
 
+  network = q_network.q_heads if heads else q_network
   if burn_in_steps > 0:
-    _, state = q_network(
+    _, state = network(
         time_slice(inputs, 0, burn_in_steps),
         step_type=step_type[:, :burn_in_steps],
         network_state=state,
         training=training)
     state = tf.nest.map_structure(tf.stop_gradient, state)
-  q_values, _ = q_network(
+  q_values, _ = network(
       time_slice(inputs, burn_in_steps),
       step_type=step_type[:, burn_in_steps:],
       network_state=state,
@@ -113,6 +122,8 @@ class TdSettings:
     rescale_values: targets through value rescaling h and h^-1.
     rescale_epsilon: eps of h.
     action_minimum: the action spec's minimum; Q value index = action - it.
+    intrinsic_weight: None, or beta of a network with an intrinsic head:
+      the exploring argmax maximises h^-1(Q_E) + beta h^-1(Q_I).
   """
   burn_in_steps: int
   gamma: float
@@ -120,6 +131,7 @@ class TdSettings:
   rescale_values: bool = True
   rescale_epsilon: float = 1e-3
   action_minimum: int = 0
+  intrinsic_weight: Optional[float] = None
 
 
 class NStepTdErrors(
@@ -140,7 +152,7 @@ class TdErrors(
     collections.namedtuple(
         'TdErrors',
         ['q_values', 'actions', 'selected_q_values', 'step_mask',
-         'by_n_step'])):
+         'by_n_step', 'intrinsic_by_n_step'])):
   """One unroll of `[B, T]` sequences and its TD errors for each n.
 
   Every field covers the `T' = T - burn_in_steps` steps after the burn-in.
@@ -152,12 +164,15 @@ class TdErrors(
     selected_q_values: Q(s_t, a_t), with gradient.
     step_mask: bool, real steps (see `step_mask`).
     by_n_step: {n: `NStepTdErrors`} for every n asked for.
+    intrinsic_by_n_step: {n: `NStepTdErrors`} of Q_I, given intrinsic
+      rewards (else empty); the other fields are Q_E's.
   """
   __slots__ = ()
 
 
 def sequence_td_errors(online_network, target_network, trajectory,
-                       settings, n_steps, training=False):
+                       settings, n_steps, training=False,
+                       intrinsic_rewards=None):
   """TD errors of the trace (and bootstrap) steps of `[B, T]` sequences.
 
   Both networks unroll the whole sequence once from the stored state; only
@@ -174,16 +189,26 @@ def sequence_td_errors(online_network, target_network, trajectory,
     settings: `TdSettings`.
     n_steps: the n (Python ints >= 1) to compute targets for.
     training: passed to the online network.
+    intrinsic_rewards: None, or float `[B, T]` r_i of the trace steps, for
+      networks with an intrinsic head (`settings.intrinsic_weight` set).
 
   Returns:
     `TdErrors`.
   """
   burn_in_steps = settings.burn_in_steps
+  heads = settings.intrinsic_weight is not None
+  if intrinsic_rewards is not None and not heads:
+    raise ValueError('Intrinsic rewards need TdSettings.intrinsic_weight and '
+                     'a network with an intrinsic head.')
   online_q = unroll(online_network, trajectory, burn_in_steps,
-                    settings.use_stored_state, training=training)
-  target_q = tf.stop_gradient(
-      unroll(target_network, trajectory, burn_in_steps,
-             settings.use_stored_state))
+                    settings.use_stored_state, training=training, heads=heads)
+  target_q = tf.nest.map_structure(tf.stop_gradient, unroll(
+      target_network, trajectory, burn_in_steps, settings.use_stored_state,
+      heads=heads))
+  online_heads = target_heads = None
+  if heads:
+    online_heads, target_heads = online_q, target_q
+    online_q, target_q = online_q.extrinsic, target_q.extrinsic
   mask = step_mask(trajectory.step_type)[:, burn_in_steps:]
   rewards = tf.cast(trajectory.reward[:, burn_in_steps:], online_q.dtype)
   discounts = tf.cast(trajectory.discount[:, burn_in_steps:], online_q.dtype)
@@ -194,24 +219,40 @@ def sequence_td_errors(online_network, target_network, trajectory,
   # their TD error is masked out below.
   actions = tf.clip_by_value(actions, 0, num_actions - 1)
   selected = tf.gather(online_q, actions, axis=-1, batch_dims=2)
-  by_n_step = {}
-  for n_step in n_steps:
-    if n_step in by_n_step:
-      continue
-    n_step_targets = losses.n_step_double_q_targets(
-        rewards, discounts, tf.stop_gradient(online_q), target_q,
-        num_steps=n_step, gamma=settings.gamma, step_mask=mask,
-        rescale_values=settings.rescale_values,
-        rescale_epsilon=settings.rescale_epsilon)
-    by_n_step[n_step] = NStepTdErrors(
-        td_errors=tf.where(n_step_targets.valid,
-                           n_step_targets.targets - selected,
-                           tf.zeros_like(selected)),
-        valid=n_step_targets.valid,
-        targets=n_step_targets.targets)
+
+  def errors_of(rewards, argmax_q, evaluated_q, selected):
+    by_n_step = {}
+    for n_step in n_steps:
+      if n_step in by_n_step:
+        continue
+      n_step_targets = losses.n_step_double_q_targets(
+          rewards, discounts, tf.stop_gradient(argmax_q), evaluated_q,
+          num_steps=n_step, gamma=settings.gamma, step_mask=mask,
+          rescale_values=settings.rescale_values,
+          rescale_epsilon=settings.rescale_epsilon)
+      by_n_step[n_step] = NStepTdErrors(
+          td_errors=tf.where(n_step_targets.valid,
+                             n_step_targets.targets - selected,
+                             tf.zeros_like(selected)),
+          valid=n_step_targets.valid,
+          targets=n_step_targets.targets)
+    return by_n_step
+
+  intrinsic_by_n_step = {}
+  if intrinsic_rewards is not None:
+    exploring_q = losses.mixed_action_values(
+        online_heads.extrinsic, online_heads.intrinsic,
+        settings.intrinsic_weight, settings.rescale_values,
+        settings.rescale_epsilon)
+    intrinsic_rewards = tf.cast(intrinsic_rewards[:, burn_in_steps:],
+                                online_q.dtype)
+    intrinsic_by_n_step = errors_of(
+        intrinsic_rewards, exploring_q, target_heads.intrinsic,
+        tf.gather(online_heads.intrinsic, actions, axis=-1, batch_dims=2))
   return TdErrors(
       q_values=online_q,
       actions=actions,
       selected_q_values=selected,
       step_mask=mask,
-      by_n_step=by_n_step)
+      by_n_step=errors_of(rewards, online_q, target_q, selected),
+      intrinsic_by_n_step=intrinsic_by_n_step)

@@ -21,6 +21,11 @@ Policy info, emitted at every step and stored in replay with the trajectory:
 The learner starts a replayed sequence from `network_state` at its first
 step (R2D2's stored state) and feeds `prev_action` / `prev_reward` as they
 were fed to the actor, so the replay unroll sees exactly the actor's inputs.
+
+A network with an intrinsic head gives two greedy policies with the same
+state and info: on Q_E (`call`, the agent's `policy`, evaluated and
+saved), and, with `heads_fn`, on a function of both heads (the agent's
+exploring policy, under its collect policies).
 """
 
 import tensorflow as tf
@@ -128,8 +133,23 @@ class R2D2Policy(tf_policy.TFPolicy):
   and `actor_collect_policy` do); the info passes through unchanged.
   """
 
-  def __init__(self, time_step_spec, action_spec, q_network, name=None):
+  def __init__(self, time_step_spec, action_spec, q_network, heads_fn=None,
+               name=None):
+    """Creates the policy.
+
+    Args:
+      time_step_spec: the environment's `TimeStep` spec.
+      action_spec: scalar bounded integer spec.
+      q_network: a `RecurrentDuelingQNetwork`.
+      heads_fn: None (greedy on `q_network`'s Q values), or a callable
+        `QHeads -> [B, A]` values to be greedy on, for a network with an
+        intrinsic head.
+      name: policy name.
+    """
+    if heads_fn is not None and not q_network.has_intrinsic_head:
+      raise ValueError('heads_fn needs a q_network with an intrinsic head.')
     self._q_network = q_network
+    self._heads_fn = heads_fn
     super().__init__(
         time_step_spec,
         action_spec,
@@ -154,11 +174,15 @@ class R2D2Policy(tf_policy.TFPolicy):
         PREV_ACTION: prev_action,
         PREV_REWARD: prev_reward,
     }
-    q_values, next_network_state = self._q_network(
+    network = (self._q_network.q_heads if self._heads_fn else
+               self._q_network)
+    q_values, next_network_state = network(
         network_inputs(time_step.observation, info),
         step_type=time_step.step_type,
         network_state=network_state,
         training=False)
+    if self._heads_fn:
+      q_values = self._heads_fn(q_values)
     action = tf.argmax(q_values, axis=-1, output_type=self.action_spec.dtype)
     action += tf.cast(self.action_spec.minimum, self.action_spec.dtype)
     # The state records the greedy action, which is the action taken when

@@ -25,6 +25,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.experiments import errors
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import sequence_writer
@@ -68,6 +69,7 @@ def r2d2_agent_fn(time_step_spec,
                   gradient_clipping=REQUIRED,
                   use_stored_state=True,
                   intrinsic_reward=None,
+                  intrinsic_q_head=False,
                   jit_compile=False,
                   debug_summaries=True,
                   agent_class=r2d2_agent.R2D2Agent,
@@ -85,11 +87,19 @@ def r2d2_agent_fn(time_step_spec,
   it constant, as the paper. `intrinsic_reward`: None, or called with
   `observation_spec=` to build the exploration bonus, e.g.
   `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
-  r = r_e + beta * r_i).
+  r = r_e + beta * r_i). `intrinsic_q_head`: learn r_i in a second Q head
+  instead of adding it to r_e; the actors act on both heads, the greedy
+  policy on Q_E (`R2D2Agent`).
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
+    errors.ConfigError: an intrinsic Q head without an intrinsic reward.
   """
+  if intrinsic_q_head and not intrinsic_reward:
+    raise errors.ConfigError(
+        'r2d2.r2d2_agent_fn.intrinsic_q_head = True needs '
+        'r2d2.r2d2_agent_fn.intrinsic_reward (e.g. '
+        '@intrinsic.rnd_intrinsic_reward): the head learns its reward.')
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   # Checked before the network is built, whose own error is less direct.
   action_spec = r2d2_agent.check_action_spec(
@@ -102,7 +112,8 @@ def r2d2_agent_fn(time_step_spec,
       lstm_size=lstm_size,
       dueling_fc_layer_params=tuple(dueling_fc_layer_params),
       conv_layer_params=conv_layer_params,
-      image_scale=image_scale)
+      image_scale=image_scale,
+      intrinsic_head=intrinsic_q_head)
   # The Q network's variables first, so a seed gives it the same initial
   # weights with and without the bonus.
   network.create_variables()
