@@ -1,15 +1,12 @@
 """R2D2 with the RND exploration bonus: rewards, predictor, state, tags."""
 
-import functools
 import os
 
 import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
-from tfa_explore import networks
 from tfa_explore.agents.intrinsic import normalizers
-from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments.r2d2 import builder
@@ -21,34 +18,10 @@ F, M, L = 0, 1, 2  # StepType FIRST, MID, LAST
 STEP_TYPES = [[M, M, M, M, L, M, M]] * 2
 
 
-def _component(coef=2.0, normalize=False, non_episodic=False, **kwargs):
-  observation_spec = tensor_spec.from_spec(
-      support.counting_env().observation_spec())
-  return intrinsic.RndIntrinsicReward(
-      observation_spec,
-      networks_fn=functools.partial(networks.rnd_mlp_networks,
-                                    torso_fc_layer_params=(8,),
-                                    predictor_fc_layer_params=(8,),
-                                    output_dim=4),
-      optimizer=tf.keras.optimizers.Adam(1e-2),
-      coef=coef, discount=0.9, non_episodic=non_episodic,
-      normalize_observations=normalize, normalize_returns=normalize,
-      predictor_update_proportion=1.0, **kwargs)
-
-
-def _tags(logdir):
-  tags = set()
-  for name in os.listdir(logdir):
-    for event in tf.compat.v1.train.summary_iterator(
-        os.path.join(logdir, name)):
-      tags.update(value.tag for value in event.summary.value)
-  return tags
-
-
 class BonusTest(support.TestCase):
 
   def test_bonus_reaches_trace_transitions_only(self):
-    component = _component(coef=2.0)
+    component = support.rnd_component(coef=2.0)
     agent = support.make_agent(intrinsic_reward=component)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=3)
     raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
@@ -61,7 +34,7 @@ class BonusTest(support.TestCase):
     self.assertNotAllClose(rewards[:, 2:4], sequences.reward[:, 2:4])
 
   def test_train_learns_from_the_bonus_and_steps_the_predictor(self):
-    component = _component(coef=2.0)
+    component = support.rnd_component(coef=2.0)
     agent = support.make_agent(intrinsic_reward=component)
     plain = support.make_agent()
     for source, destination in ((agent.q_network, plain.q_network),
@@ -83,7 +56,7 @@ class BonusTest(support.TestCase):
     self.assertNotAllClose(component.predictor_net.variables[0], predictor[0])
 
   def test_statistics_skip_padding(self):
-    component = _component(normalize=True)
+    component = support.rnd_component(normalize=True)
     agent = support.make_agent(intrinsic_reward=component)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=5)
     agent.with_intrinsic_rewards(sequences)
@@ -92,7 +65,7 @@ class BonusTest(support.TestCase):
     self.assertEqual(int(component.return_normalizer.count()), 4)
 
   def test_first_visits_only_pays_new_views_of_the_episode(self):
-    component = _component(coef=2.0, first_visits_only=True)
+    component = support.rnd_component(coef=2.0, first_visits_only=True)
     agent = support.make_agent(intrinsic_reward=component)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
     # Views 0..6 of row 0 as a b c b a c d: trace next views (steps 3, 4)
@@ -113,7 +86,7 @@ class BonusTest(support.TestCase):
         agent.time_step_spec, agent.action_spec,
         agent.q_network.copy(name='R2D3Q'),
         tf.keras.optimizers.Adam(1e-2), sequence_config=support.SMALL_CONFIG,
-        intrinsic_reward=_component(),
+        intrinsic_reward=support.rnd_component(),
         train_step_counter=tf.Variable(0, dtype=tf.int64))
     r2d3.initialize()
     sequences = support.random_sequences(r2d3, STEP_TYPES, seed=6)
@@ -126,7 +99,7 @@ class BonusTest(support.TestCase):
 
   def test_non_episodic_bonus_is_rejected_by_name(self):
     with self.assertRaisesRegex(ValueError, 'non_episodic = False'):
-      support.make_agent(intrinsic_reward=_component(non_episodic=True))
+      support.make_agent(intrinsic_reward=support.rnd_component(non_episodic=True))
 
   def test_without_a_bonus_experience_is_unchanged(self):
     agent = support.make_agent()
@@ -138,14 +111,14 @@ class BonusTest(support.TestCase):
 class StateTest(support.TestCase):
 
   def test_checkpoint_restores_the_component(self):
-    agent = support.make_agent(intrinsic_reward=_component(normalize=True))
+    agent = support.make_agent(intrinsic_reward=support.rnd_component(normalize=True))
     sequences = support.random_sequences(agent, STEP_TYPES, seed=8)
     for _ in range(2):
       agent.train(sequences)
     path = tf.train.Checkpoint(agent=agent).save(
         os.path.join(self.get_temp_dir(), 'ckpt'))
     restored = support.make_agent(
-        intrinsic_reward=_component(normalize=True),
+        intrinsic_reward=support.rnd_component(normalize=True),
         optimizer=tf.keras.optimizers.Adam(1e-2))
     restored.optimizer.build(restored.q_network.trainable_variables)
     tf.train.Checkpoint(agent=restored).restore(path).assert_consumed()
@@ -156,7 +129,7 @@ class StateTest(support.TestCase):
                         restored.train(sequences).loss, rtol=0, atol=0)
 
   def test_intrinsic_tags_are_written(self):
-    agent = support.make_agent(intrinsic_reward=_component(normalize=True))
+    agent = support.make_agent(intrinsic_reward=support.rnd_component(normalize=True))
     sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
     logdir = self.get_temp_dir()
     with tf.summary.create_file_writer(logdir).as_default():
@@ -165,7 +138,7 @@ class StateTest(support.TestCase):
         {'Intrinsic/reward_normalized_mean', 'Intrinsic/reward_raw_mean',
          'Intrinsic/return_std', 'Losses/predictor_loss',
          'Normalizers/rnd_observation_count', 'Losses/td_loss'},
-        _tags(logdir))
+        support.summary_tags(logdir))
 
 
 class ReturnNormalizerMaskTest(support.TestCase):
@@ -187,14 +160,9 @@ class FactoryTest(support.TestCase):
     env = support.counting_env()
     specs = (tensor_spec.from_spec(env.time_step_spec()),
              tensor_spec.from_spec(env.action_spec()))
-    kwargs = dict(
-        sequence_config=support.SMALL_CONFIG, lstm_size=8,
-        torso_fc_layer_params=(8,), dueling_fc_layer_params=(8,),
-        learning_rate=1e-3, adam_epsilon=1e-3, n_step=2, gamma=0.9,
-        target_update_period=10, importance_sampling_exponent=0.6,
-        priority_max_weight=0.9, gradient_clipping=None)
+    kwargs = support.FACTORY_KWARGS
     agents = []
-    for bonus in (None, lambda observation_spec: _component()):
+    for bonus in (None, lambda observation_spec: support.rnd_component()):
       tf.keras.utils.set_random_seed(1)
       agents.append(builder.r2d2_agent_fn(
           *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),

@@ -1,15 +1,10 @@
 """R2D2 with an intrinsic Q head: Q_E and Q_I learnt apart, acted on mixed."""
 
-import functools
-import os
-
 import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
-from tfa_explore import networks
-from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
@@ -17,6 +12,7 @@ from tfa_explore.experiments import errors
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.testing import r2d2 as support
+from tfa_explore.testing import r2d3 as r2d3_support
 
 F, M, L = 0, 1, 2  # StepType FIRST, MID, LAST
 # burn-in 2, trace 4: T = 7; one episode ends at step 4, 5-6 are padding.
@@ -24,23 +20,8 @@ STEP_TYPES = [[M, M, M, M, L, M, M], [F, M, M, M, M, M, M]]
 COEF = 3.0
 
 
-def _component(coef=COEF):
-  observation_spec = tensor_spec.from_spec(
-      support.counting_env().observation_spec())
-  return intrinsic.RndIntrinsicReward(
-      observation_spec,
-      networks_fn=functools.partial(networks.rnd_mlp_networks,
-                                    torso_fc_layer_params=(8,),
-                                    predictor_fc_layer_params=(8,),
-                                    output_dim=4),
-      optimizer=tf.keras.optimizers.Adam(1e-2),
-      coef=coef, discount=0.9, non_episodic=False,
-      normalize_observations=False, normalize_returns=False,
-      predictor_update_proportion=1.0)
-
-
 def _agent(**kwargs):
-  return support.make_agent(intrinsic_reward=_component(),
+  return support.make_agent(intrinsic_reward=support.rnd_component(coef=COEF),
                             intrinsic_head=True, n_step=2, **kwargs)
 
 
@@ -59,25 +40,12 @@ def _tilt(network, extrinsic_advantages, intrinsic_advantages):
     layer.bias.assign(bias)
 
 
-def _tags(logdir):
-  tags = set()
-  for name in os.listdir(logdir):
-    for event in tf.compat.v1.train.summary_iterator(
-        os.path.join(logdir, name)):
-      tags.update(value.tag for value in event.summary.value)
-  return tags
-
-
 class NetworkTest(support.TestCase):
 
   def _network(self, intrinsic_head):
     env = support.counting_env()
-    action_spec = tensor_spec.from_spec(env.action_spec())
-    network = rdqn.RecurrentDuelingQNetwork(
-        rdqn.make_input_spec(
-            tensor_spec.from_spec(env.observation_spec()), action_spec),
-        action_spec, torso_fc_layer_params=(8,), lstm_size=8,
-        dueling_fc_layer_params=(8,), intrinsic_head=intrinsic_head)
+    network = support.small_network(env.time_step_spec(), env.action_spec(),
+                                    intrinsic_head=intrinsic_head)
     network.create_variables()
     return network
 
@@ -232,23 +200,12 @@ class AgentTest(support.TestCase):
       agent.train(sequences)
     self.assertContainsSubset(
         {'Losses/td_loss', 'Losses/intrinsic_td_loss',
-         'Intrinsic/reward_normalized_mean'}, _tags(logdir))
+         'Intrinsic/reward_normalized_mean'}, support.summary_tags(logdir))
 
   def test_r2d3_trains_both_heads(self):
-    env = support.counting_env()
-    time_step_spec = tensor_spec.from_spec(env.time_step_spec())
-    action_spec = tensor_spec.from_spec(env.action_spec())
-    network = rdqn.RecurrentDuelingQNetwork(
-        rdqn.make_input_spec(time_step_spec.observation, action_spec),
-        action_spec, torso_fc_layer_params=(8,), lstm_size=8,
-        dueling_fc_layer_params=(8,), intrinsic_head=True)
-    agent = r2d3_agent.R2D3Agent(
-        time_step_spec, action_spec, network,
-        optimizer=tf.keras.optimizers.Adam(1e-2),
-        sequence_config=support.SMALL_CONFIG, n_step=2,
-        intrinsic_reward=_component(),
-        train_step_counter=tf.Variable(0, dtype=tf.int64))
-    agent.initialize()
+    agent = r2d3_support.make_agent(
+        n_step=2, intrinsic_head=True,
+        intrinsic_reward=support.rnd_component(coef=COEF))
     sequences = support.random_sequences(agent, STEP_TYPES, seed=6)
     experience = r2d3_agent.MixedSequences(
         sequences, None, tf.constant([True, False]))
@@ -270,15 +227,10 @@ class FactoryTest(support.TestCase):
     env = support.counting_env()
     specs = (tensor_spec.from_spec(env.time_step_spec()),
              tensor_spec.from_spec(env.action_spec()))
-    kwargs = dict(
-        sequence_config=support.SMALL_CONFIG, lstm_size=8,
-        torso_fc_layer_params=(8,), dueling_fc_layer_params=(8,),
-        learning_rate=1e-3, adam_epsilon=1e-3, n_step=2, gamma=0.9,
-        target_update_period=10, importance_sampling_exponent=0.6,
-        priority_max_weight=0.9, gradient_clipping=None)
+    kwargs = support.FACTORY_KWARGS
     agent = builder.r2d2_agent_fn(
         *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),
-        intrinsic_reward=lambda observation_spec: _component(),
+        intrinsic_reward=lambda observation_spec: support.rnd_component(coef=COEF),
         intrinsic_q_head=True, **kwargs)
     self.assertTrue(agent.has_intrinsic_head)
     self.assertTrue(agent.q_network.has_intrinsic_head)

@@ -1,13 +1,18 @@
 """Helpers of the R2D2 and replay tests: test case, small agents, sequences."""
 
+import functools
+import os
+
 import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import trajectory as trajectory_lib
 
+from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
+from tfa_explore.networks import rnd_networks
 from tfa_explore.testing import fake_envs
 
 # burn-in 2, trace 4, period 2 -> sequence_length 7, overlap 5.
@@ -27,6 +32,55 @@ def counting_env(seed=0, episode_length=5):
   return fake_envs.load_counting(seed=seed, episode_length=episode_length)
 
 
+# `r2d2.r2d2_agent_fn`'s required arguments for a small agent.
+FACTORY_KWARGS = dict(
+    sequence_config=SMALL_CONFIG, lstm_size=8, torso_fc_layer_params=(8,),
+    dueling_fc_layer_params=(8,), learning_rate=1e-3, adam_epsilon=1e-3,
+    n_step=2, gamma=0.9, target_update_period=10,
+    importance_sampling_exponent=0.6, priority_max_weight=0.9,
+    gradient_clipping=None)
+
+
+def small_network(time_step_spec, action_spec, lstm_size=8,
+                  intrinsic_head=False):
+  """A `RecurrentDuelingQNetwork` of 8 units per layer for the specs."""
+  time_step_spec = tensor_spec.from_spec(time_step_spec)
+  action_spec = tensor_spec.from_spec(action_spec)
+  return rdqn.RecurrentDuelingQNetwork(
+      rdqn.make_input_spec(time_step_spec.observation, action_spec),
+      action_spec, torso_fc_layer_params=(8,), lstm_size=lstm_size,
+      dueling_fc_layer_params=(8,), intrinsic_head=intrinsic_head)
+
+
+def rnd_component(coef=2.0, normalize=False, non_episodic=False, **kwargs):
+  """A small RND `IntrinsicReward` for `counting_env()`'s observations.
+
+  `normalize` switches both normalisers; `kwargs` go to
+  `RndIntrinsicReward` (e.g. `first_visits_only`).
+  """
+  observation_spec = tensor_spec.from_spec(counting_env().observation_spec())
+  return intrinsic.RndIntrinsicReward(
+      observation_spec,
+      networks_fn=functools.partial(rnd_networks.rnd_mlp_networks,
+                                    torso_fc_layer_params=(8,),
+                                    predictor_fc_layer_params=(8,),
+                                    output_dim=4),
+      optimizer=tf.keras.optimizers.Adam(1e-2),
+      coef=coef, discount=0.9, non_episodic=non_episodic,
+      normalize_observations=normalize, normalize_returns=normalize,
+      predictor_update_proportion=1.0, **kwargs)
+
+
+def summary_tags(logdir):
+  """The set of summary tags in the event files of `logdir`."""
+  tags = set()
+  for name in os.listdir(logdir):
+    for event in tf.compat.v1.train.summary_iterator(
+        os.path.join(logdir, name)):
+      tags.update(value.tag for value in event.summary.value)
+  return tags
+
+
 def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8,
                intrinsic_head=False, **kwargs):
   """An initialized small `R2D2Agent` for `env` (default `counting_env()`).
@@ -37,10 +91,8 @@ def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8,
   env = env or counting_env()
   time_step_spec = tensor_spec.from_spec(env.time_step_spec())
   action_spec = tensor_spec.from_spec(env.action_spec())
-  network = rdqn.RecurrentDuelingQNetwork(
-      rdqn.make_input_spec(time_step_spec.observation, action_spec),
-      action_spec, torso_fc_layer_params=(8,), lstm_size=lstm_size,
-      dueling_fc_layer_params=(8,), intrinsic_head=intrinsic_head)
+  network = small_network(time_step_spec, action_spec, lstm_size,
+                          intrinsic_head)
   kwargs.setdefault('optimizer', tf.keras.optimizers.Adam(1e-2))
   # Not the default global step, which all agents of a test would share.
   kwargs.setdefault('train_step_counter', tf.Variable(0, dtype=tf.int64))

@@ -4,7 +4,6 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
-from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import demonstrations
 from tfa_explore.testing import r2d2 as r2d2_testing
 
@@ -13,14 +12,16 @@ TestCase = r2d2_testing.TestCase
 
 
 def make_agent_from_specs(time_step_spec, action_spec,
-                          sequence_config=SMALL_CONFIG, **kwargs):
-  """An initialized R2D3Agent built from specs alone (no environment)."""
+                          sequence_config=SMALL_CONFIG, intrinsic_head=False,
+                          **kwargs):
+  """An initialized R2D3Agent built from specs alone (no environment).
+
+  `intrinsic_head`: the network's Q_I head (needs `intrinsic_reward`).
+  """
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   action_spec = tensor_spec.from_spec(action_spec)
-  network = rdqn.RecurrentDuelingQNetwork(
-      rdqn.make_input_spec(time_step_spec.observation, action_spec),
-      action_spec, torso_fc_layer_params=(8,), lstm_size=8,
-      dueling_fc_layer_params=(8,))
+  network = r2d2_testing.small_network(time_step_spec, action_spec,
+                                       intrinsic_head=intrinsic_head)
   kwargs.setdefault('optimizer', tf.keras.optimizers.Adam(1e-2))
   kwargs.setdefault('train_step_counter', tf.Variable(0, dtype=tf.int64))
   agent = r2d3_agent.R2D3Agent(time_step_spec, action_spec, network,
