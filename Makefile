@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 TRAIN_GIN ?= gin/rnd_ppo/mountaincar.gin
 TRAIN_DIR ?= runs/$(basename $(subst /,_,$(subst gin/,,$(TRAIN_GIN))))
 PYTEST_ARGS ?=
+# pytest-xdist workers; TEST_WORKERS=0 runs the tests in one process.
+TEST_WORKERS ?= 2
 # VERBOSE=1: the binaries print everything TensorFlow and its libraries do.
 VERBOSE ?=
 
@@ -26,13 +28,14 @@ $(STAMP): setup.py constraints.txt
 train: $(STAMP)
 	$(VPY) train/train_eval.py --root_dir=$(TRAIN_DIR) --gin_file=$(TRAIN_GIN)$(if $(filter-out 0 false no,$(VERBOSE)), --verbose)
 
-# Everything, learning tests (marked slow) included.
+# Everything: unit tests, whole runs (marked integration) and learning
+# tests (marked slow).
 test: $(STAMP)
-	$(VPY) -m pytest tests $(PYTEST_ARGS)
+	$(VPY) -m pytest tests -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # Unit tests only, for iterating.
 test-fast: $(STAMP)
-	$(VPY) -m pytest tests -m "not slow" $(PYTEST_ARGS)
+	$(VPY) -m pytest tests -m "not slow and not integration" -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -30,7 +30,8 @@ setuptools.setup(
         'dm-tree',  # also a dependency of TF-Agents and Reverb
     ],
     extras_require={
-        'test': ['pytest', 'pytest-timeout'],
+        # pytest-xdist: `make test` and `make test-fast` run 2 workers.
+        'test': ['pytest', 'pytest-timeout', 'pytest-xdist'],
         # benchmarks/rnd_ppo_benchmark.py draws learning curves;
         # benchmarks/atari_limits.py reads the CPU time of env subprocesses.
         'bench': ['matplotlib', 'psutil'],

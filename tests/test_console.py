@@ -15,6 +15,7 @@ import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
+import pytest
 
 from tfa_explore.experiments import console
 
@@ -138,6 +139,7 @@ class LineFilterTest(absltest.TestCase):
     self.assertEqual(result.stdout, '\n'.join(lines[2:]))
 
 
+@pytest.mark.integration
 class BinaryConsoleTest(absltest.TestCase):
 
   def test_a_default_run_prints_our_lines_only(self):

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import portpicker
+import pytest
 import reverb
 import tensorflow as tf
 from tf_agents.policies import policy_saver
@@ -242,6 +243,7 @@ class SequenceTest(support.TestCase):
     self.assertEqual(seen, wanted)
 
 
+@pytest.mark.integration
 class RecordingTest(support.TestCase):
 
   def test_saved_r2d2_policy_source_replays_the_greedy_policy(self):

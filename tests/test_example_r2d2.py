@@ -15,6 +15,7 @@ import tempfile
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.train import actor
@@ -49,6 +50,7 @@ def _load_example():
 _EXAMPLE_MODULE = []
 
 
+@pytest.mark.integration
 class ExampleTrainTest(support.TestCase):
 
   @classmethod
@@ -149,6 +151,7 @@ class ExampleTrainTest(support.TestCase):
         self.results['greedy_success_rate'])
 
 
+@pytest.mark.integration
 class ExamplePriorityWriteBackTest(support.TestCase):
   """The example's replay pieces send the learner's priorities by key."""
 

@@ -12,6 +12,7 @@ import importlib.util
 import os
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from tf_agents.train.utils import spec_utils
 from tf_agents.train.utils import train_utils
@@ -46,6 +47,7 @@ class _TestCase(tf.test.TestCase):
   test_session = None
 
 
+@pytest.mark.integration
 class Schulman17ShapeTest(_TestCase):
 
   @classmethod

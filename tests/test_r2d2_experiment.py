@@ -16,6 +16,7 @@ from absl.testing import absltest
 import gin
 import numpy as np
 import portpicker
+import pytest
 import reverb
 import tensorflow as tf
 # Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
@@ -107,6 +108,7 @@ class _TestCase(tf.test.TestCase):
     return r2d2.Settings()
 
 
+@pytest.mark.integration
 class SingleMachineTest(_TestCase):
 
   def test_train_eval_trains_evaluates_checkpoints_and_resumes(self):
@@ -237,6 +239,7 @@ def _process_running(pid):
   return state not in ('Z', 'X')
 
 
+@pytest.mark.integration
 class OrphanedActorTest(absltest.TestCase):
 
   def test_actor_process_exits_when_its_parent_is_killed(self):
@@ -323,6 +326,7 @@ class ErrorsTest(_TestCase):
       r2d2.run_actor(self.settings(), task=2, replay_server='localhost:1')
 
 
+@pytest.mark.integration
 class ThreeProcessTest(_TestCase):
   """replay_server.py, learner.py and 2 x actor.py on loopback."""
 

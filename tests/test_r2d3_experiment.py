@@ -17,6 +17,7 @@ from absl.testing import absltest
 import gin
 import numpy as np
 import portpicker
+import pytest
 import reverb
 import tensorflow as tf
 
@@ -107,6 +108,7 @@ class _RecordingUpdater(mixed_dataset.MixedPriorityUpdater):
     return super().__call__(experience_and_sample_info, loss_info)
 
 
+@pytest.mark.integration
 class SingleMachineTest(_TestCase):
 
   def test_fills_mixes_pretrains_and_does_not_pretrain_again_on_resume(self):
@@ -199,6 +201,7 @@ class SuccessRateTest(absltest.TestCase):
       run_kit.success_rate([], 0.0)
 
 
+@pytest.mark.integration
 class InProcessServerTest(_TestCase):
   """make_replay_server + run_learner + run_actor threads (the binaries)."""
 
@@ -415,6 +418,7 @@ class ErrorsTest(_TestCase):
       r2d2.train_eval(root_dir=root_dir)
     self.assertFalse(os.path.exists(root_dir))
 
+  @pytest.mark.integration
   def test_bad_demo_path_exits_train_eval_with_code_2(self):
     result = subprocess.run(
         [sys.executable,

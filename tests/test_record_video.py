@@ -10,6 +10,7 @@ from absl.testing import absltest
 import cv2
 import gin
 from PIL import Image
+import pytest
 
 from tfa_explore.experiments import runner
 
@@ -18,6 +19,7 @@ BINARY = os.path.join(REPO_ROOT, 'train', 'record_video.py')
 CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
 
 
+@pytest.mark.integration
 class RecordVideoTest(absltest.TestCase):
 
   @classmethod

@@ -21,6 +21,7 @@ import os
 from absl.testing import absltest
 import gin
 import numpy as np
+import pytest
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 from tf_agents.specs import tensor_spec
@@ -101,6 +102,7 @@ class _TestCase(tf.test.TestCase):
               for value in stored))
 
 
+@pytest.mark.integration
 class OnPolicyResumeTest(_TestCase):
 
   def test_adam_slots_and_iterations_survive_a_resume(self):
@@ -133,6 +135,7 @@ class OnPolicyResumeTest(_TestCase):
     self.assertEqual(resumed_iterations, resumed_train_steps)
 
 
+@pytest.mark.integration
 class R2D2ResumeTest(_TestCase):
 
   def test_adam_slots_and_iterations_survive_a_resume(self):
@@ -286,6 +289,7 @@ class RunDirectoryTest(_TestCase):
       run_kit.RunDirectory(os.path.join(parent_file, 'run'))
 
 
+@pytest.mark.integration
 class RerunTest(_TestCase):
   """A finished run, run again: no second eval; a resume: no start-up rate."""
 

@@ -21,6 +21,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import gin
 import numpy as np
+import pytest
 import tensorflow as tf
 # Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
 import tensorflow_probability  # pylint: disable=unused-import
@@ -100,6 +101,7 @@ class TestCase(absltest.TestCase):
     return path
 
 
+@pytest.mark.integration
 class TrainEvalTest(TestCase):
 
   def test_run_writes_layout_and_resumes(self):
@@ -257,6 +259,7 @@ def marker_agent(time_step_spec, action_spec, train_step_counter):
                             agent_class=MarkerAgent)
 
 
+@pytest.mark.integration
 class HooksTest(TestCase):
   """In-process: pre_training_fn and agent summaries with default step."""
 
@@ -295,6 +298,7 @@ class HooksTest(TestCase):
     self.assertEqual(marker_steps, env_steps)
 
 
+@pytest.mark.integration
 class BadConfigTest(TestCase):
   """Bad gin exits with code 2 and gin's message, not a traceback."""
 
@@ -335,6 +339,7 @@ class BadConfigTest(TestCase):
     self.assert_config_error(result, 'nope.gin')
 
 
+@pytest.mark.integration
 class UserErrorTest(TestCase, parameterized.TestCase):
   """What a user must fix: `ERROR: <one line>`, exit code 2, no traceback.
 
