@@ -31,26 +31,11 @@ import os
 import time
 
 import numpy as np
-import psutil
 
 import common  # benchmarks/common.py, next to this script.
 
 REPO_ROOT = common.REPO_ROOT
 RND_GIN = os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', 'montezuma.gin')
-
-
-def tree_cpu_seconds():
-  """User + system CPU seconds of this process and its live children."""
-  total = 0.0
-  processes = [psutil.Process()]
-  processes += processes[0].children(recursive=True)
-  for process in processes:
-    try:
-      times = process.cpu_times()
-    except psutil.NoSuchProcess:
-      continue
-    total += times.user + times.system
-  return total
 
 
 def environment_limit(num_envs, num_batched_steps, parallel):
@@ -65,10 +50,10 @@ def environment_limit(num_envs, num_batched_steps, parallel):
   environment.reset()
   for _ in range(20):  # subprocesses started, first resets done
     environment.step(rng.integers(num_actions, size=num_envs))
-  cpu, wall = tree_cpu_seconds(), time.monotonic()
+  cpu, wall = common.tree_cpu_seconds(), time.monotonic()
   for _ in range(num_batched_steps):
     environment.step(rng.integers(num_actions, size=num_envs))
-  cpu, wall = tree_cpu_seconds() - cpu, time.monotonic() - wall
+  cpu, wall = common.tree_cpu_seconds() - cpu, time.monotonic() - wall
   environment.close()
   steps = num_batched_steps * num_envs
   return steps / wall, steps / cpu

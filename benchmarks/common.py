@@ -15,6 +15,22 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_EVAL = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
 
 
+def tree_cpu_seconds(pid=None):
+  """User + system CPU seconds of a process (default: this one) and its live
+  children. Needs psutil (the `bench` extra)."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  total = 0.0
+  processes = [psutil.Process(pid)]
+  processes += processes[0].children(recursive=True)
+  for process in processes:
+    try:
+      times = process.cpu_times()
+    except psutil.NoSuchProcess:
+      continue
+    total += times.user + times.system
+  return total
+
+
 def read_scalars(directory):
   """{tag: [(step, wall_time, value)]} of the event files in `directory`.
 

@@ -37,6 +37,14 @@ seconds are printed too, with the load average before and after.
   their own, (256, 448) units each after the convs, the file's layout
   before the shared torso). The RND warm-up is cut to 64 steps (it is not
   timed).
+* `cleanrl`: agent steps per CPU-second of the whole process tree (the
+  learner and its 8 env subprocesses for ours) of RND-PPO on Montezuma's
+  Revenge (gin/rnd_ppo/montezuma.gin, 8 envs, 128 steps each per update)
+  against CleanRL's `ppo_atari.py` (no RND; 8 envs, 128 steps,
+  `--no-cuda`), run unchanged from a CleanRL checkout by the Python of an
+  environment with PyTorch (`--cleanrl_dir`, `--cleanrl_python`; set-up
+  in docs/performance.md) through `benchmarks/cleanrl_shim.py`. Its
+  updates are timed between the "SPS:" lines it prints after each one.
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
@@ -62,6 +70,8 @@ RND_TASKS = {
                            'gin/ppo/minigrid_empty8x8.gin'),
 }
 MONTEZUMA_GIN = 'gin/rnd_ppo/montezuma.gin'
+CLEANRL_ENV_ID = 'MontezumaRevengeNoFrameskip-v4'
+CLEANRL_ENVS, CLEANRL_STEPS = 8, 128  # ppo_atari.py's defaults, as the gin file
 TWO_TORSOS = ('rnd_ppo.rnd_ppo_agent.shared_torso = False',
               'rnd_ppo.rnd_ppo_agent.torso_fc_layers = ()',
               'rnd_ppo.rnd_ppo_agent.actor_fc_layers = (256, 448)',
@@ -78,8 +88,13 @@ def _cpu_seconds():
 # ------------------------------------------------------------ children ---
 
 
-def child_steady(loop, gin_file, warmup, iterations, gin_bindings=()):
-  """Runs in a fresh process; prints one JSON line of timings."""
+def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
+                 tree=False):
+  """Runs in a fresh process; prints one JSON line of timings.
+
+  `tree`: also the CPU seconds of the process and its live children (env
+  subprocesses) over the timed iterations.
+  """
   start_wall = time.monotonic()
   import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
@@ -186,10 +201,13 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=()):
   for _ in range(warmup - 1):
     iteration()
   cpu, wall = _cpu_seconds(), time.monotonic()
+  tree_cpu = common.tree_cpu_seconds() if tree else None
   split = dict.fromkeys(split, 0.0)
   for _ in range(iterations):
     iteration()
   cpu, wall = _cpu_seconds() - cpu, time.monotonic() - wall
+  if tree:
+    tree_cpu = common.tree_cpu_seconds() - tree_cpu
   milliseconds = {name: 1000.0 * value / iterations
                   for name, value in split.items()}
   # The preprocessing share is timed after the timed loop (it repeats work
@@ -204,7 +222,7 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=()):
         1000.0 * split['preprocess (in train)'] / iterations)
   print(json.dumps(dict(
       env_steps=iterations * num_envs * rollout_length, cpu_seconds=cpu,
-      wall_seconds=wall, first_train_seconds=first_train_seconds,
+      tree_cpu_seconds=tree_cpu, wall_seconds=wall, first_train_seconds=first_train_seconds,
       cpu_ms_per_iteration=milliseconds)), flush=True)
 
 
@@ -217,14 +235,100 @@ def _run_child(args):
   return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-def measure_steady(gin_file, loop, warmup, iterations, gin_bindings=()):
+def measure_steady(gin_file, loop, warmup, iterations, gin_bindings=(),
+                   tree=False):
   result = _run_child(['--child=steady', f'--loop={loop}',
                        f'--gin_file={gin_file}', f'--warmup={warmup}',
                        f'--iterations={iterations}'] +
-                      [f'--gin_bindings={b}' for b in gin_bindings])
+                      [f'--gin_bindings={b}' for b in gin_bindings] +
+                      (['--tree'] if tree else []))
   result['steps_per_cpu_second'] = result['env_steps'] / result['cpu_seconds']
   result['steps_per_second'] = result['env_steps'] / result['wall_seconds']
+  if tree:
+    result['steps_per_tree_cpu_second'] = (result['env_steps'] /
+                                           result['tree_cpu_seconds'])
   return result
+
+
+def measure_cleanrl(python, cleanrl_dir, warmup, iterations, timeout):
+  """CleanRL's ppo_atari.py in its own process; its updates timed.
+
+  The CPU seconds of its process tree and the wall time are read when its
+  `warmup`-th and its `warmup + iterations`-th "SPS:" line arrive (each is
+  printed after an update); then it is stopped.
+  """
+  import psutil  # pylint: disable=g-import-not-at-top
+  steps_per_update = CLEANRL_ENVS * CLEANRL_STEPS
+  command = [
+      python, '-u', os.path.join(REPO_ROOT, 'benchmarks', 'cleanrl_shim.py'),
+      f'--cleanrl_dir={cleanrl_dir}', '--',
+      f'--env-id={CLEANRL_ENV_ID}', f'--num-envs={CLEANRL_ENVS}',
+      f'--num-steps={CLEANRL_STEPS}', '--no-cuda',
+      f'--total-timesteps={(warmup + iterations + 1) * steps_per_update}']
+  start = time.monotonic()
+  with tempfile.TemporaryDirectory() as run_dir:  # its runs/ go here
+    process = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    updates, marks, tail = 0, [], []
+    try:
+      for line in process.stdout:
+        tail = (tail + [line])[-40:]
+        if not line.startswith('SPS:'):
+          continue
+        updates += 1
+        if updates == 1:
+          first_update = time.monotonic() - start
+        if updates in (warmup, warmup + iterations):
+          marks.append((common.tree_cpu_seconds(process.pid),
+                        time.monotonic()))
+        if updates == warmup + iterations or time.monotonic() - start > timeout:
+          break
+    finally:
+      for child in psutil.Process(process.pid).children(recursive=True):
+        child.kill()
+      process.kill()
+      process.wait()
+  if len(marks) < 2:
+    sys.exit(f'{" ".join(command)} printed {updates} "SPS:" lines, '
+             f'{warmup + iterations} needed:\n{"".join(tail)}')
+  (cpu0, wall0), (cpu1, wall1) = marks
+  steps = iterations * steps_per_update
+  return dict(env_steps=steps, tree_cpu_seconds=cpu1 - cpu0,
+              wall_seconds=wall1 - wall0, first_train_seconds=first_update,
+              steps_per_tree_cpu_second=steps / (cpu1 - cpu0),
+              steps_per_second=steps / (wall1 - wall0))
+
+
+def report_cleanrl(args):
+  """Ours (RND-PPO, Montezuma) and CleanRL's ppo_atari, interleaved."""
+  results = {'RND-PPO (ours)': [], "CleanRL ppo_atari (PPO, no RND)": []}
+  for repeat in range(args.repeats):
+    for label in results:
+      if label.startswith('RND-PPO'):
+        result = measure_steady(MONTEZUMA_GIN, 'ours', args.warmup,
+                                args.iterations, SHORT_WARM_UP, tree=True)
+      else:
+        result = measure_cleanrl(args.cleanrl_python, args.cleanrl_dir,
+                                 args.warmup, args.iterations,
+                                 args.startup_timeout + 60 * args.iterations)
+      results[label].append(result)
+      print(f'  [cleanrl {repeat + 1}/{args.repeats}] {label}: '
+            f'{result["steps_per_tree_cpu_second"]:,.0f} agent steps per '
+            f'CPU-s of the process tree, {result["steps_per_second"]:,.0f} '
+            f'agent steps/s, first update done '
+            f'{result["first_train_seconds"]:.1f} s after start', flush=True)
+  print(f"\nMontezuma's Revenge, 8 envs, steady (median of {args.repeats})")
+  print('| loop | agent steps / CPU-s of the process tree | agent steps / s '
+        '| start -> first update done (s) |')
+  print('|---|---|---|---|')
+  for label, runs in results.items():
+    print(f'| {label} | {_fmt(_median(runs, "steps_per_tree_cpu_second"))} '
+          f'| {_fmt(_median(runs, "steps_per_second"))} '
+          f'| {_fmt(_median(runs, "first_train_seconds"), ".1f")} |')
+  ours, cleanrl = (_median(runs, 'steps_per_tree_cpu_second')
+                   for runs in results.values())
+  print(f'ratio ours / CleanRL (agent steps per CPU-s of the process tree): '
+        f'{ours / cleanrl:.2f}\n', flush=True)
 
 
 def measure_startup(timeout):
@@ -404,13 +508,19 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--measure', default='components,startup,steady,rnd',
                       help='Comma-separated: components, startup, steady, '
-                      'rnd, torso.')
+                      'rnd, torso, cleanrl.')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--warmup', type=int, default=3,
                       help='Iterations before the timed ones.')
   parser.add_argument('--iterations', type=int, default=20,
                       help='Timed collect + train iterations.')
   parser.add_argument('--startup_timeout', type=float, default=300.0)
+  parser.add_argument('--cleanrl_dir',
+                      help='cleanrl: a checkout of github.com/vwxyzjn/cleanrl.')
+  parser.add_argument('--cleanrl_python',
+                      help='cleanrl: the Python of an environment with '
+                      'PyTorch, gymnasium, ale-py, opencv and tyro.')
+  parser.add_argument('--tree', action='store_true', help=argparse.SUPPRESS)
   parser.add_argument('--child', help=argparse.SUPPRESS)
   parser.add_argument('--loop', help=argparse.SUPPRESS)
   parser.add_argument('--gin_file', help=argparse.SUPPRESS)
@@ -420,7 +530,7 @@ def main():
 
   if args.child == 'steady':
     child_steady(args.loop, args.gin_file, args.warmup, args.iterations,
-                 args.gin_bindings)
+                 args.gin_bindings, args.tree)
     return
   if args.child == 'components':
     child_components(args.repeats)
@@ -429,6 +539,9 @@ def main():
   print(f'load average before: {os.getloadavg()}; {os.cpu_count()} CPUs',
         flush=True)
   measures = args.measure.split(',')
+  if 'cleanrl' in measures and not (args.cleanrl_dir and args.cleanrl_python):
+    parser.error('--measure=cleanrl needs --cleanrl_dir and --cleanrl_python '
+                 '(docs/performance.md).')
   if 'components' in measures:
     costs = _run_child(['--child=components', f'--repeats={args.repeats}'])
     print(f'\nCPU microseconds per batched step of 8 CartPole-v1 envs '
@@ -470,6 +583,8 @@ def main():
                      ('two torsos', MONTEZUMA_GIN, 'ours',
                       SHORT_WARM_UP + TWO_TORSOS)],
                  args.repeats, args.warmup, args.iterations)
+  if 'cleanrl' in measures:
+    report_cleanrl(args)
   print(f'load average after: {os.getloadavg()}', flush=True)
 
 
