@@ -18,6 +18,7 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore import agents
 from tfa_explore import networks
 from tfa_explore.agents import rnd_ppo
+from tfa_explore.agents.intrinsic import maths as rnd_maths
 from tfa_explore.agents.rnd_ppo import agent as agent_lib
 from tfa_explore.environments import batched
 from tfa_explore.testing import fake_envs
@@ -216,6 +217,25 @@ class RndPPOAgentTest(_TestCase):
     self.assertTrue(all(g is not None for g in predictor_grads))
     self.assertGreater(
         float(tf.linalg.global_norm(predictor_grads)), 0.0)
+
+  def test_predictor_loss_runs_the_kept_samples_only_with_the_same_maths(self):
+    # [3 envs, 4 steps] of inputs: the loss and gradients on the kept
+    # samples equal masked_mean over every sample's error.
+    rnd_inputs = self.rnd.inputs(tf.random.normal([3, 4, 1], seed=1))
+    targets, _ = self.rnd.target_net(rnd_inputs)
+    variables = self.rnd.predictor_net.trainable_variables
+    for mask in (np.array([[1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 0, 1]]),
+                 np.zeros([3, 4])):
+      mask = tf.constant(mask, tf.float32)
+      with tf.GradientTape(persistent=True) as tape:
+        loss = self.rnd.predictor_loss(rnd_inputs, targets, mask)
+        predicted, _ = self.rnd.predictor_net(rnd_inputs, training=True)
+        expected = rnd_maths.masked_mean(
+            rnd_maths.prediction_error(predicted, targets), mask)
+      self.assertAllClose(loss, expected, rtol=1e-6, atol=1e-7)
+      self.assertAllClose(tape.gradient(loss, variables),
+                          tape.gradient(expected, variables),
+                          rtol=1e-5, atol=1e-7)
 
   def test_target_fixed_and_predictor_trained_over_steps(self):
     target_before = values_of(self.rnd.target_net.variables)

@@ -364,9 +364,18 @@ class RndIntrinsicReward(IntrinsicReward):
     return {'inputs': inputs, 'targets': tf.stop_gradient(targets)}
 
   def predictor_loss(self, inputs, targets, mask):
-    """Masked mean prediction error: `sum(mask * err) / max(sum(mask), 1)`."""
-    predicted, _ = self._predictor_net(inputs, training=True)
-    return maths.masked_mean(maths.prediction_error(predicted, targets), mask)
+    """Masked mean prediction error: `sum(mask * err) / max(sum(mask), 1)`.
+
+    `mask` is 0/1 (any outer dims of `inputs`). Only the kept samples go
+    through the predictor: the same loss and gradients as masking all of
+    them, at `predictor_update_proportion` of the cost.
+    """
+    kept = tf.where(tf.cast(mask, tf.bool))
+    predicted, _ = self._predictor_net(tf.gather_nd(inputs, kept),
+                                       training=True)
+    errors = maths.prediction_error(predicted, tf.gather_nd(targets, kept))
+    return tf.reduce_sum(errors) / tf.maximum(
+        tf.cast(tf.size(errors), errors.dtype), 1.0)
 
   def build_optimizer(self):
     if hasattr(self._optimizer, 'build'):
