@@ -222,7 +222,8 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
         1000.0 * split['preprocess (in train)'] / iterations)
   print(json.dumps(dict(
       env_steps=iterations * num_envs * rollout_length, cpu_seconds=cpu,
-      tree_cpu_seconds=tree_cpu, wall_seconds=wall, first_train_seconds=first_train_seconds,
+      tree_cpu_seconds=tree_cpu, wall_seconds=wall,
+      first_train_seconds=first_train_seconds,
       cpu_ms_per_iteration=milliseconds)), flush=True)
 
 
