@@ -36,6 +36,15 @@ _RUN_ENV_STEPS = flags.DEFINE_integer('run_env_steps', 60_000,
                                       'Budget of each `run` measurement.')
 
 
+# label -> (jit_compile, static_unroll) of `r2d2.r2d2_agent_fn`.
+_VARIANTS = {
+    'while loop': (False, False),
+    'static unroll': (False, True),
+    'XLA (while loop)': (True, False),
+}
+_BASELINE = 'while loop'
+
+
 def measure_learner():
   import gin  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
@@ -50,13 +59,15 @@ def measure_learner():
   runner.parse_gin([_GIN_FILE.value], [])
   settings = settings_lib.from_gin()
   agents = {}
-  for jit_compile in (False, True):
+  for label, (jit_compile, static_unroll) in _VARIANTS.items():
     with gin.unlock_config():
       gin.bind_parameter('r2d2.r2d2_agent_fn.jit_compile', jit_compile)
-    _, agents[jit_compile] = builder_lib.Builder(settings).make_agent()
-  plain, compiled = agents[False], agents[True]
-  for a, b in zip(plain.q_network.variables, compiled.q_network.variables):
-    b.assign(a)
+      gin.bind_parameter('r2d2.r2d2_agent_fn.static_unroll', static_unroll)
+    _, agents[label] = builder_lib.Builder(settings).make_agent()
+  plain = agents[_BASELINE]
+  for agent in agents.values():
+    for a, b in zip(plain.q_network.variables, agent.q_network.variables):
+      b.assign(a)
   length = plain.sequence_config.sequence_length
   step_types = np.ones((settings.batch_size, length), np.int32)
   step_types[:, 0] = 0
@@ -69,7 +80,7 @@ def measure_learner():
       priority=tf.ones([size], tf.float64),
       times_sampled=tf.ones([size], tf.int32)))
   trains = {label: tf.function(agent.train, autograph=False)
-            for label, agent in (('plain', plain), ('XLA', compiled))}
+            for label, agent in agents.items()}
   for train in trains.values():
     for _ in range(2):
       train(batch)
@@ -90,36 +101,49 @@ def measure_learner():
     medians[label] = (statistics.median(v[0] for v in values),
                       statistics.median(v[1] for v in values))
     print(f'| {label} | {medians[label][0]:.1f} | {medians[label][1]:.1f} |')
-  print(f'ratio XLA / plain: {medians["XLA"][0] / medians["plain"][0]:.2f} '
-        f'(per s), {medians["XLA"][1] / medians["plain"][1]:.2f} (per CPU-s)',
-        flush=True)
+  for label in agents:
+    if label != _BASELINE:
+      print(f'ratio {label} / {_BASELINE}: '
+            f'{medians[label][0] / medians[_BASELINE][0]:.2f} (per s), '
+            f'{medians[label][1] / medians[_BASELINE][1]:.2f} (per CPU-s)',
+            flush=True)
+
+
+def _children_cpu_seconds():
+  """CPU seconds of this process's waited-for children and theirs."""
+  times = os.times()
+  return times.children_user + times.children_system
 
 
 def measure_run():
   workdir = tempfile.mkdtemp(prefix='r2d2_speed_')
   print(f'\n{_GIN_FILE.value}, {_RUN_ENV_STEPS.value:,} env steps, one '
         'machine (rates of the progress lines after the first)')
-  print('| jit_compile | env steps / s | learner steps / s | wall s |')
-  print('|---|---|---|---|')
-  for jit_compile in (False, True):
-    root_dir = os.path.join(workdir, f'jit_{jit_compile}')
+  print('| learner step | env steps / s | learner steps / s | wall s | '
+        'CPU s (whole tree) |')
+  print('|---|---|---|---|---|')
+  for label, (jit_compile, static_unroll) in _VARIANTS.items():
+    root_dir = os.path.join(workdir, label.replace(' ', '_'))
     command = common.train_eval_command(
         root_dir, _GIN_FILE.value,
         [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
          f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
+         f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}',
          'r2d2.Settings.eval_interval = 1000000',
          'r2d2.Settings.num_eval_episodes = 1'])
     log_path = root_dir + '.log'
+    cpu = _children_cpu_seconds()
     seconds, _ = common.run_logged(command, log_path)
+    cpu = _children_cpu_seconds() - cpu
     with open(log_path) as f:
       log = f.read()
     env_rates = [float(r.replace(',', '')) for r in
                  re.findall(r'\| ([\d,.]+) env steps/s', log)]
     learner_rates = [float(r.replace(',', '')) for r in
                      re.findall(r'([\d,.]+) learner steps/s', log)]
-    print(f'| {jit_compile} | {statistics.median(env_rates):,.0f} | '
-          f'{statistics.median(learner_rates):.1f} | {seconds:.0f} |',
-          flush=True)
+    print(f'| {label} | {statistics.median(env_rates):,.0f} | '
+          f'{statistics.median(learner_rates):.1f} | {seconds:.0f} | '
+          f'{cpu:.0f} |', flush=True)
 
 
 def main(argv):

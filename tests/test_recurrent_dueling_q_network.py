@@ -206,6 +206,48 @@ class RecurrenceTest(_TestCase):
                         rtol=1e-5, atol=1e-5)
     self.assertAllClose(state, sequence_state, rtol=1e-5, atol=1e-5)
 
+  @parameterized.named_parameters(('resets', True), ('no_step_types', False))
+  def test_static_unroll_equals_while_loop(self, with_step_types):
+    static = _vector_network()
+    loop = rdqn.RecurrentDuelingQNetwork(
+        rdqn.make_input_spec(VECTOR_SPEC, ACTION_SPEC), ACTION_SPEC,
+        torso_fc_layer_params=(16,), lstm_size=8,
+        dueling_fc_layer_params=(16,), static_unroll=False)
+    static.create_variables()
+    loop.create_variables()
+    for a, b in zip(static.variables, loop.variables):
+      b.assign(a + 0.0)
+    inputs = _vector_inputs(self.rng, (3, 6))
+    step_types = (tf.constant([[FIRST, MID, MID, MID, MID, LAST],
+                               [MID, MID, LAST, FIRST, MID, MID],
+                               [MID] * 6]) if with_step_types else None)
+    state = [tf.constant(self.rng.normal(size=(3, 8)), tf.float32)
+             for _ in range(2)]
+
+    def q_and_gradients(network):
+      # In a graph, where the sequence length is static: the unrolled path.
+      @tf.function(autograph=False)
+      def run():
+        with tf.GradientTape() as tape:
+          q_values, next_state = network(inputs, step_type=step_types,
+                                         network_state=state)
+          loss = tf.reduce_sum(q_values ** 2)
+        return (q_values, next_state,
+                tape.gradient(loss, network.trainable_weights))
+      return run()
+
+    self.assertAllClose(q_and_gradients(static), q_and_gradients(loop),
+                        rtol=1e-5, atol=1e-5)
+    # The two paths differ in the graph: one while loop, or none.
+    def has_while_loop(network):
+      graph = tf.function(lambda: network(
+          inputs, step_type=step_types, network_state=state)
+                          ).get_concrete_function().graph
+      return any(op.type in ('While', 'StatelessWhile')
+                 for op in graph.get_operations())
+    self.assertFalse(has_while_loop(static))
+    self.assertTrue(has_while_loop(loop))
+
   def test_lstm_remembers_and_feed_forward_does_not(self):
     step_types = tf.fill((1, 4), tf.constant(MID))
     inputs = _vector_inputs(self.rng, (1, 4))

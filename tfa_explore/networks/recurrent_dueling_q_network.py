@@ -115,6 +115,7 @@ class RecurrentDuelingQNetwork(network.Network):
                conv_layer_params=None,
                image_scale=None,
                intrinsic_head=False,
+               static_unroll=True,
                name='RecurrentDuelingQNetwork'):
     """Creates the network.
 
@@ -135,6 +136,10 @@ class RecurrentDuelingQNetwork(network.Network):
         uint8 planes (MiniGrid) want 1.
       intrinsic_head: add a second dueling head, Q_I (see the module
         docstring); `call` still returns Q_E.
+      static_unroll: unroll sequences whose length is known when the graph
+        is built as one cell call per step instead of `DynamicUnroll`'s
+        `tf.while_loop` (the same maths, less CPU; see `_unroll`). False
+        keeps the loop, which XLA (`jit_compile`) compiles better.
       name: network name.
 
     Raises:
@@ -171,6 +176,7 @@ class RecurrentDuelingQNetwork(network.Network):
     if image_scale is None:
       image_scale = 1.0 / 255.0 if observation_spec.dtype == tf.uint8 else 1.0
     self._image_scale = float(image_scale)
+    self._static_unroll = bool(static_unroll)
 
     self._conv_layers = [
         tf.keras.layers.Conv2D(
@@ -278,9 +284,8 @@ class RecurrentDuelingQNetwork(network.Network):
     else:
       if not tf.nest.flatten(network_state):
         network_state = self.get_initial_state(tf.shape(core_inputs)[0])
-      core_outputs, next_state = self._lstm(
-          core_inputs, initial_state=network_state, reset_mask=is_first,
-          training=training)
+      core_outputs, next_state = self._unroll(core_inputs, network_state,
+                                              is_first, training)
 
     outputs = (_dueling(core_outputs, self._value_layers,
                         self._advantage_layers, training), None)
@@ -293,6 +298,32 @@ class RecurrentDuelingQNetwork(network.Network):
           None if head is None else tf.nest.map_structure(
               lambda t: tf.squeeze(t, 1), head) for head in outputs)
     return outputs, next_state
+
+  def _unroll(self, core_inputs, network_state, is_first, training):
+    """The LSTM over `[B, T, F]` inputs: (outputs `[B, T, H]`, last state).
+
+    With `static_unroll` and a time dimension known when the graph is
+    built, the cell is called once per step in Python: the same ops as
+    `DynamicUnroll`'s loop body (zero the state where `is_first`, then the
+    cell), without the `tf.while_loop`, whose per-iteration bookkeeping and
+    TensorList gradients cost more CPU than the 64-unit cell itself
+    (docs/performance.md, "R2D2's learner"). Otherwise `DynamicUnroll`.
+    """
+    num_steps = core_inputs.shape[1]
+    if not self._static_unroll or num_steps is None or num_steps == 1:
+      return self._lstm(core_inputs, initial_state=network_state,
+                        reset_mask=is_first, training=training)
+    cell = self._lstm.cell
+    state = list(network_state)
+    zero_state = [tf.zeros_like(s) for s in state]
+    outputs = []
+    for t in range(num_steps):
+      if is_first is not None:
+        reset = is_first[:, t, None]
+        state = [tf.where(reset, zero, s) for zero, s in zip(zero_state, state)]
+      output, state = cell(core_inputs[:, t], state, training=training)
+      outputs.append(output)
+    return tf.stack(outputs, axis=1), state
 
   def _torso(self, observation, training):
     """Encodes `[B, T, *obs_shape]` observations into `[B, T, F]` features."""

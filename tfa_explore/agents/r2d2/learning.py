@@ -184,7 +184,8 @@ def sequence_td_errors(online_network, target_network, trajectory,
   Args:
     online_network: the network being trained (or the actor's copy).
     target_network: the target network (the actor passes its own network
-      again: actors have no target network).
+      again: actors have no target network; its one unroll then serves
+      both, unless `training`).
     trajectory: `[B, T]` `Trajectory` with R2D2 policy info.
     settings: `TdSettings`.
     n_steps: the n (Python ints >= 1) to compute targets for.
@@ -202,9 +203,13 @@ def sequence_td_errors(online_network, target_network, trajectory,
                      'a network with an intrinsic head.')
   online_q = unroll(online_network, trajectory, burn_in_steps,
                     settings.use_stored_state, training=training, heads=heads)
-  target_q = tf.nest.map_structure(tf.stop_gradient, unroll(
-      target_network, trajectory, burn_in_steps, settings.use_stored_state,
-      heads=heads))
+  if target_network is online_network and not training:
+    # An actor's priorities: the same network twice gives the same values.
+    target_q = tf.nest.map_structure(tf.stop_gradient, online_q)
+  else:
+    target_q = tf.nest.map_structure(tf.stop_gradient, unroll(
+        target_network, trajectory, burn_in_steps, settings.use_stored_state,
+        heads=heads))
   online_heads = target_heads = None
   if heads:
     online_heads, target_heads = online_q, target_q

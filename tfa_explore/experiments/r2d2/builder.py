@@ -71,6 +71,7 @@ def r2d2_agent_fn(time_step_spec,
                   intrinsic_reward=None,
                   intrinsic_q_head=False,
                   jit_compile=False,
+                  static_unroll=None,
                   debug_summaries=True,
                   agent_class=r2d2_agent.R2D2Agent,
                   agent_kwargs=None):
@@ -89,7 +90,10 @@ def r2d2_agent_fn(time_step_spec,
   `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
   r = r_e + beta * r_i). `intrinsic_q_head`: learn r_i in a second Q head
   instead of adding it to r_e; the actors act on both heads, the greedy
-  policy on Q_E (`R2D2Agent`).
+  policy on Q_E (`R2D2Agent`). `static_unroll`: None unrolls sequences
+  step by step in the graph without XLA and as a `tf.while_loop` with it,
+  which XLA compiles into far less CPU than the unrolled cell calls
+  (docs/performance.md, "R2D2's learner").
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
@@ -113,7 +117,9 @@ def r2d2_agent_fn(time_step_spec,
       dueling_fc_layer_params=tuple(dueling_fc_layer_params),
       conv_layer_params=conv_layer_params,
       image_scale=image_scale,
-      intrinsic_head=intrinsic_q_head)
+      intrinsic_head=intrinsic_q_head,
+      static_unroll=(not jit_compile if static_unroll is None
+                     else static_unroll))
   # The Q network's variables first, so a seed gives it the same initial
   # weights with and without the bonus.
   network.create_variables()

@@ -42,6 +42,7 @@ from tfa_explore.experiments import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.experiments.r2d2 import retry
+from tfa_explore.replay import tables
 from tfa_explore.utils import summaries
 
 REPLAY = 'Replay'
@@ -64,8 +65,7 @@ class ProgressReader:
     self.stopped = set()
 
   def drain(self) -> None:
-    size = self._client.server_info()[
-        builder_lib.PROGRESS_TABLE].current_size
+    size = tables.table_sizes(self._client)[builder_lib.PROGRESS_TABLE]
     if not size:
       return
     steps, episodes = 0, 0
@@ -155,7 +155,11 @@ class Learner:
                                     num_episodes, settings.num_slots)
     self._replay_rates = replay_lib.ReplayRates(self._client, self._replay)
     self._updater = self._replay.priority_updater(replay_server)
-    self._train = common.function(self._train_and_update, autograph=False)
+    # One call per learner step takes the batch from the iterator inside
+    # the graph: passing the nested batch in from Python cost more CPU
+    # (packing it, then matching it to the traced signature) than the
+    # step's ops (docs/performance.md, "R2D2's learner").
+    self._train = common.function(self._train_next, autograph=False)
     self._dataset = None
     self._iterator = None
     self._last_eval = None
@@ -192,11 +196,10 @@ class Learner:
   def train_iteration(self) -> None:
     """Up to `train_steps_per_iteration` learner steps."""
     for _ in range(self._settings.train_steps_per_iteration):
-      batch = self._next_batch()
-      if batch is None:
+      loss_info = self._train_step()
+      if loss_info is None:
         break
-      with self._summary_context():
-        self._loss_info = self._train(*batch)
+      self._loss_info = loss_info
 
   def read_progress(self) -> None:
     self._progress.drain()
@@ -333,7 +336,8 @@ class Learner:
 
   # --- helpers --------------------------------------------------------------
 
-  def _train_and_update(self, experience, sample_info):
+  def _train_next(self, iterator):
+    experience, sample_info = next(iterator)
     loss_info = self.agent.train(experience)
     self._updater((experience, sample_info), loss_info)
     return loss_info
@@ -346,8 +350,9 @@ class Learner:
         lambda: tf.equal(self.train_step % interval, 0)):
       yield
 
-  def _next_batch(self):
-    """The next `(experience, sample_info)`, or None once the run is over.
+  def _train_step(self):
+    """One learner step on the next batch: its `LossInfo`, or None once
+    the run is over.
 
     A rate-limiter timeout (no sample for `sample_timeout_seconds`) checks
     the actors' health, reads their progress and starts a new iterator.
@@ -356,7 +361,8 @@ class Learner:
       if self._iterator is None:
         self._iterator = iter(self._dataset)
       try:
-        return next(self._iterator)
+        with self._summary_context():
+          return self._train(self._iterator)
       except (StopIteration, tf.errors.OutOfRangeError,
               tf.errors.DeadlineExceededError):
         self._iterator = None
