@@ -1,18 +1,25 @@
-r"""R2D2's learner step with and without XLA, and the shipped run's pace.
+r"""R2D2's learner step and the shipped run's pace, three ways.
 
   .venv/bin/python benchmarks/r2d2_speed.py [--measure=learner,run]
       [--gin_file=gin/r2d2/stateless_cartpole.gin] [--repeats=5]
+      [--run_repeats=2]
+
+The three (`_VARIANTS`, bindings of `r2d2.r2d2_agent_fn`): the LSTM as a
+`tf.while_loop` (`static_unroll=False`, the unroll before 5dc5d09), unrolled
+step by step (the default), and the learner's loss under XLA
+(`jit_compile=True`, its unroll the while loop, the actors' step by step).
 
 * `learner`: learner steps per second (and per CPU-second) of the gin
   file's agent on a batch of `r2d2.Settings.batch_size` random sequences,
-  built twice in one process, `jit_compile` False and True, timed
-  interleaved (`--steps` steps per repeat) after two warm-up steps; the
-  medians and their ratio. Same weights, same batch (tests/test_r2d2_agent.py
-  checks the two give the same numbers to float tolerance).
-* `run`: `train/train_eval.py` on the gin file with `--run_env_steps`,
-  with `r2d2.r2d2_agent_fn.jit_compile` False and True one after the other;
-  env steps per second of the run (its progress lines after the first,
-  i.e. without start-up) and learner steps per second.
+  one agent per variant in one process, timed interleaved (`--steps`
+  steps per repeat) after two warm-up steps; medians and ratios to the
+  while loop. Same weights, same batch (tests check that the variants
+  give the same numbers to float tolerance).
+* `run`: `train/train_eval.py` on the gin file with `--run_env_steps`
+  (no evals or checkpoints in between), each variant `--run_repeats`
+  times, interleaved; env steps and learner steps per second (the
+  median of the progress lines after the first, which holds start-up)
+  and the CPU seconds of the whole process tree.
 """
 
 import os
@@ -34,13 +41,15 @@ _REPEATS = flags.DEFINE_integer('repeats', 5, 'Interleaved repeats.')
 _STEPS = flags.DEFINE_integer('steps', 50, 'Learner steps per repeat.')
 _RUN_ENV_STEPS = flags.DEFINE_integer('run_env_steps', 60_000,
                                       'Budget of each `run` measurement.')
+_RUN_REPEATS = flags.DEFINE_integer('run_repeats', 2,
+                                    'Interleaved runs of each variant.')
 
 
 # label -> (jit_compile, static_unroll) of `r2d2.r2d2_agent_fn`.
 _VARIANTS = {
     'while loop': (False, False),
     'static unroll': (False, True),
-    'XLA (while loop)': (True, False),
+    'XLA': (True, True),
 }
 _BASELINE = 'while loop'
 
@@ -117,33 +126,53 @@ def _children_cpu_seconds():
 
 def measure_run():
   workdir = tempfile.mkdtemp(prefix='r2d2_speed_')
+  runs = {label: [] for label in _VARIANTS}
+  for repeat in range(_RUN_REPEATS.value):
+    for label, (jit_compile, static_unroll) in _VARIANTS.items():
+      root_dir = os.path.join(workdir, f'{label.replace(" ", "_")}_{repeat}')
+      command = common.train_eval_command(
+          root_dir, _GIN_FILE.value,
+          [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
+           f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
+           f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}',
+           'r2d2.Settings.eval_interval = 1000000',
+           'r2d2.Settings.checkpoint_interval = 1000000',
+           'r2d2.Settings.num_eval_episodes = 1'])
+      log_path = root_dir + '.log'
+      cpu = _children_cpu_seconds()
+      seconds, _ = common.run_logged(command, log_path)
+      cpu = _children_cpu_seconds() - cpu
+      with open(log_path) as f:
+        log = f.read()
+      # The first progress line holds start-up and the replay's warm-up.
+      env_rates = [float(r.replace(',', '')) for r in
+                   re.findall(r'\| ([\d,.]+) env steps/s', log)][1:]
+      learner_rates = [float(r.replace(',', '')) for r in
+                       re.findall(r'([\d,.]+) learner steps/s', log)][1:]
+      runs[label].append((statistics.median(env_rates),
+                          statistics.median(learner_rates), seconds, cpu))
+      print(f'  {label}, repeat {repeat}: {runs[label][-1][0]:,.0f} env '
+            f'steps/s, {runs[label][-1][1]:.1f} learner steps/s, '
+            f'{seconds:.0f} s, {cpu:.0f} CPU-s', flush=True)
   print(f'\n{_GIN_FILE.value}, {_RUN_ENV_STEPS.value:,} env steps, one '
-        'machine (rates of the progress lines after the first)')
+        'machine (median of the progress lines after the first; median of '
+        f'{_RUN_REPEATS.value} interleaved runs)')
   print('| learner step | env steps / s | learner steps / s | wall s | '
         'CPU s (whole tree) |')
   print('|---|---|---|---|---|')
-  for label, (jit_compile, static_unroll) in _VARIANTS.items():
-    root_dir = os.path.join(workdir, label.replace(' ', '_'))
-    command = common.train_eval_command(
-        root_dir, _GIN_FILE.value,
-        [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
-         f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
-         f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}',
-         'r2d2.Settings.eval_interval = 1000000',
-         'r2d2.Settings.num_eval_episodes = 1'])
-    log_path = root_dir + '.log'
-    cpu = _children_cpu_seconds()
-    seconds, _ = common.run_logged(command, log_path)
-    cpu = _children_cpu_seconds() - cpu
-    with open(log_path) as f:
-      log = f.read()
-    env_rates = [float(r.replace(',', '')) for r in
-                 re.findall(r'\| ([\d,.]+) env steps/s', log)]
-    learner_rates = [float(r.replace(',', '')) for r in
-                     re.findall(r'([\d,.]+) learner steps/s', log)]
-    print(f'| {label} | {statistics.median(env_rates):,.0f} | '
-          f'{statistics.median(learner_rates):.1f} | {seconds:.0f} | '
-          f'{cpu:.0f} |', flush=True)
+  medians = {}
+  for label, values in runs.items():
+    medians[label] = [statistics.median(v[k] for v in values)
+                      for k in range(4)]
+    env, learner, seconds, cpu = medians[label]
+    print(f'| {label} | {env:,.0f} | {learner:.1f} | {seconds:.0f} | '
+          f'{cpu:.0f} |')
+  for label in runs:
+    if label != _BASELINE:
+      print(f'ratio {label} / {_BASELINE}: env steps/s '
+            f'{medians[label][0] / medians[_BASELINE][0]:.2f}, learner '
+            f'steps/s {medians[label][1] / medians[_BASELINE][1]:.2f}',
+            flush=True)
 
 
 def main(argv):

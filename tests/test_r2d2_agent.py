@@ -309,6 +309,34 @@ class TdErrorsTest(support.TestCase):
                               errors.by_n_step[3].valid))
 
 
+  def test_actor_priorities_unroll_their_network_once(self):
+    # Actors pass their network as online and target network: one unroll
+    # serves both, with the values of two unrolls of equal networks.
+    agent = support.make_agent(n_step=3)
+    sequences = support.random_sequences(
+        agent, [[F, M, M, M, L, F, M], [M] * 7], seed=9)
+    network = agent.q_network
+    twin = network.copy(name='twin')
+    twin.create_variables()
+    for a, b in zip(network.variables, twin.variables):
+      b.assign(a)
+    settings = agent._td_settings  # pylint: disable=protected-access
+    with mock.patch.object(learning, 'unroll', wraps=learning.unroll) as spy:
+      once = learning.sequence_td_errors(network, network, sequences,
+                                         settings, n_steps=(3,))
+    self.assertEqual(spy.call_count, 1)
+    twice = learning.sequence_td_errors(network, twin, sequences, settings,
+                                        n_steps=(3,))
+    self.assertAllClose(once.by_n_step[3].td_errors,
+                        twice.by_n_step[3].td_errors)
+    self.assertAllClose(once.by_n_step[3].targets, twice.by_n_step[3].targets)
+    # The learner (training) unrolls its two networks apart, as before.
+    with mock.patch.object(learning, 'unroll', wraps=learning.unroll) as spy:
+      learning.sequence_td_errors(network, network, sequences, settings,
+                                  n_steps=(3,), training=True)
+    self.assertEqual(spy.call_count, 2)
+
+
 class TrainTest(support.TestCase):
 
   def test_target_network_copied_every_period(self):

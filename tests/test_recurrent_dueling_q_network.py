@@ -247,6 +247,10 @@ class RecurrenceTest(_TestCase):
                  for op in graph.get_operations())
     self.assertFalse(has_while_loop(static))
     self.assertTrue(has_while_loop(loop))
+    # For XLA (`R2D2Agent(jit_compile=True)`), one graph at a time.
+    with rdqn.while_loop_unroll():
+      self.assertTrue(has_while_loop(static))
+    self.assertFalse(has_while_loop(static))
 
   def test_lstm_remembers_and_feed_forward_does_not(self):
     step_types = tf.fill((1, 4), tf.constant(MID))

@@ -330,6 +330,22 @@ class PrioritiesTest(_ReverbTestCase):
     self.assertLen(seen, num_items)
 
 
+class TableSizesTest(_ReverbTestCase):
+
+  def test_sizes_are_those_of_server_info(self):
+    _, client = self.start_server([
+        reverb.Table.queue('progress', 10),
+        reverb.Table.queue('other', 10)])
+    for _ in range(3):
+      client.insert([np.int64(1)], priorities={'progress': 1.0})
+    client.insert([np.int64(2)], priorities={'other': 1.0})
+    self.assertEqual(tables.table_sizes(client), {'progress': 3, 'other': 1})
+    self.assertEqual(
+        {name: info.current_size
+         for name, info in client.server_info().items()},
+        tables.table_sizes(client))
+
+
 class TfClientTest(support.TestCase):
   """`tables.tf_client` clients work when built in many threads at once.
 

@@ -43,6 +43,8 @@ the actor saw (a stored state at a FIRST step is zeros anyway).
 """
 
 import collections
+import contextlib
+import threading
 
 import tensorflow as tf
 from tf_agents.keras_layers import dynamic_unroll_layer
@@ -51,6 +53,25 @@ from tf_agents.networks import utils as network_utils
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import nest_utils
+
+_UNROLL = threading.local()
+
+
+@contextlib.contextmanager
+def while_loop_unroll():
+  """Within it (in this thread), sequences unroll as a `tf.while_loop`.
+
+  For graphs that XLA compiles (`R2D2Agent(jit_compile=True)`): XLA turns
+  the loop into far less CPU than the same cell calls unrolled step by
+  step, which a plain TensorFlow graph runs faster (`_unroll`).
+  """
+  previous = getattr(_UNROLL, 'while_loop', False)
+  _UNROLL.while_loop = True
+  try:
+    yield
+  finally:
+    _UNROLL.while_loop = previous
+
 
 OBSERVATION_KEY = 'observation'
 PREV_ACTION_KEY = 'prev_action'
@@ -139,7 +160,7 @@ class RecurrentDuelingQNetwork(network.Network):
       static_unroll: unroll sequences whose length is known when the graph
         is built as one cell call per step instead of `DynamicUnroll`'s
         `tf.while_loop` (the same maths, less CPU; see `_unroll`). False
-        keeps the loop, which XLA (`jit_compile`) compiles better.
+        keeps the loop; `while_loop_unroll` does for one graph.
       name: network name.
 
     Raises:
@@ -307,10 +328,12 @@ class RecurrentDuelingQNetwork(network.Network):
     `DynamicUnroll`'s loop body (zero the state where `is_first`, then the
     cell), without the `tf.while_loop`, whose per-iteration bookkeeping and
     TensorList gradients cost more CPU than the 64-unit cell itself
-    (docs/performance.md, "R2D2's learner"). Otherwise `DynamicUnroll`.
+    (docs/performance.md, "R2D2's learner"). Otherwise, and inside
+    `while_loop_unroll`, `DynamicUnroll`.
     """
     num_steps = core_inputs.shape[1]
-    if not self._static_unroll or num_steps is None or num_steps == 1:
+    if (not self._static_unroll or getattr(_UNROLL, 'while_loop', False) or
+        num_steps is None or num_steps == 1):
       return self._lstm(core_inputs, initial_state=network_state,
                         reset_mask=is_first, training=training)
     cell = self._lstm.cell

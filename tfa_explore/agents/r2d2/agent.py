@@ -295,8 +295,15 @@ class R2D2Agent(tf_agent.TFAgent):
     self._gradient_clipping = gradient_clipping
     self._loss_and_gradients = self._loss_and_gradients_of
     if jit_compile:
-      self._loss_and_gradients = tf.function(
-          self._loss_and_gradients_of, jit_compile=True, autograph=False)
+      compiled = tf.function(self._loss_and_gradients_of, jit_compile=True,
+                              autograph=False)
+
+      def loss_and_gradients(*args):
+        # Traced inside: XLA compiles the unroll's loop better than steps.
+        with rdqn.while_loop_unroll():
+          return compiled(*args)
+
+      self._loss_and_gradients = loss_and_gradients
 
     policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec, q_network)
     self._exploring_policy = policy

@@ -71,7 +71,7 @@ def r2d2_agent_fn(time_step_spec,
                   intrinsic_reward=None,
                   intrinsic_q_head=False,
                   jit_compile=False,
-                  static_unroll=None,
+                  static_unroll=True,
                   debug_summaries=True,
                   agent_class=r2d2_agent.R2D2Agent,
                   agent_kwargs=None):
@@ -90,10 +90,9 @@ def r2d2_agent_fn(time_step_spec,
   `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
   r = r_e + beta * r_i). `intrinsic_q_head`: learn r_i in a second Q head
   instead of adding it to r_e; the actors act on both heads, the greedy
-  policy on Q_E (`R2D2Agent`). `static_unroll`: None unrolls sequences
-  step by step in the graph without XLA and as a `tf.while_loop` with it,
-  which XLA compiles into far less CPU than the unrolled cell calls
-  (docs/performance.md, "R2D2's learner").
+  policy on Q_E (`R2D2Agent`). `static_unroll`: see
+  `RecurrentDuelingQNetwork` (False: the `tf.while_loop` everywhere, as
+  before; `jit_compile` keeps the loop in the compiled learner step).
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
@@ -118,8 +117,7 @@ def r2d2_agent_fn(time_step_spec,
       conv_layer_params=conv_layer_params,
       image_scale=image_scale,
       intrinsic_head=intrinsic_q_head,
-      static_unroll=(not jit_compile if static_unroll is None
-                     else static_unroll))
+      static_unroll=static_unroll)
   # The Q network's variables first, so a seed gives it the same initial
   # weights with and without the bonus.
   network.create_variables()
