@@ -20,11 +20,15 @@ step by step (the default), and the learner's loss under XLA
   times, interleaved; env steps and learner steps per second (the
   median of the progress lines after the first, which holds start-up)
   and the CPU seconds of the whole process tree.
+* `processes`: one run of the gin file as shipped; the cores each of its
+  processes (learner with the Reverb server, actors) used over a window
+  (`--window_start`, `--window`). Needs psutil (the `bench` extra).
 """
 
 import os
 import re
 import statistics
+import subprocess
 import tempfile
 import time
 
@@ -34,13 +38,17 @@ from absl import flags
 import common
 
 _MEASURE = flags.DEFINE_list('measure', ['learner', 'run'],
-                             'learner, run.')
+                             'learner, run, processes.')
 _GIN_FILE = flags.DEFINE_string('gin_file', 'gin/r2d2/stateless_cartpole.gin',
                                 'An R2D2 gin file.')
 _REPEATS = flags.DEFINE_integer('repeats', 5, 'Interleaved repeats.')
 _STEPS = flags.DEFINE_integer('steps', 50, 'Learner steps per repeat.')
 _RUN_ENV_STEPS = flags.DEFINE_integer('run_env_steps', 60_000,
                                       'Budget of each `run` measurement.')
+_WINDOW_START = flags.DEFINE_integer(
+    'window_start', 45, '`processes`: seconds after launch the window opens.')
+_WINDOW = flags.DEFINE_integer('window', 30,
+                               '`processes`: the window, in seconds.')
 _RUN_REPEATS = flags.DEFINE_integer('run_repeats', 2,
                                     'Interleaved runs of each variant.')
 
@@ -175,6 +183,49 @@ def measure_run():
             flush=True)
 
 
+def measure_processes():
+  """Cores each process of the shipped run uses over a window."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  root_dir = tempfile.mkdtemp(prefix='r2d2_processes_')
+  command = common.train_eval_command(
+      root_dir, _GIN_FILE.value,
+      [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
+       'r2d2.Settings.eval_interval = 1000000',
+       'r2d2.Settings.checkpoint_interval = 1000000',
+       'r2d2.Settings.num_eval_episodes = 1'])
+  print(' '.join(command), flush=True)
+  with open(root_dir + '.log', 'w') as log:
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                               cwd=common.REPO_ROOT)
+    time.sleep(_WINDOW_START.value)
+
+    def cpu_by_process():
+      tree = psutil.Process(process.pid)
+      times = {}
+      for p in [tree] + tree.children(recursive=True):
+        try:
+          cpu = p.cpu_times()
+          times[p.pid] = (' '.join(p.cmdline())[-60:], cpu.user + cpu.system)
+        except psutil.NoSuchProcess:
+          pass
+      return times
+
+    before = cpu_by_process()
+    time.sleep(_WINDOW.value)
+    after = cpu_by_process()
+    process.wait()
+  print(f'\n{_GIN_FILE.value}: cores used by each process from '
+        f'{_WINDOW_START.value} s to {_WINDOW_START.value + _WINDOW.value} s '
+        'after launch')
+  print('| process (end of its command line) | cores |')
+  print('|---|---|')
+  for pid, (name, cpu) in after.items():
+    if pid in before:
+      cores = (cpu - before[pid][1]) / _WINDOW.value
+      if cores >= 0.01:
+        print(f'| {pid} `{name}` | {cores:.2f} |')
+
+
 def main(argv):
   del argv
   print(f'load average before: {os.getloadavg()}', flush=True)
@@ -182,6 +233,8 @@ def main(argv):
     measure_learner()
   if 'run' in _MEASURE.value:
     measure_run()
+  if 'processes' in _MEASURE.value:
+    measure_processes()
   print(f'load average after: {os.getloadavg()}', flush=True)
 
 
