@@ -205,7 +205,13 @@ def measure_processes():
       for p in [tree] + tree.children(recursive=True):
         try:
           cpu = p.cpu_times()
-          times[p.pid] = (' '.join(p.cmdline())[-60:], cpu.user + cpu.system)
+          if p.pid == process.pid:
+            name = 'train_eval.py: learner, Reverb server'
+          elif 'multiprocessing-fork' in p.cmdline():
+            name = 'actor process'
+          else:
+            name = ' '.join(p.cmdline())[-60:]
+          times[p.pid] = (name, cpu.user + cpu.system)
         except psutil.NoSuchProcess:
           pass
       return times
@@ -217,13 +223,13 @@ def measure_processes():
   print(f'\n{_GIN_FILE.value}: cores used by each process from '
         f'{_WINDOW_START.value} s to {_WINDOW_START.value + _WINDOW.value} s '
         'after launch')
-  print('| process (end of its command line) | cores |')
+  print('| process | cores |')
   print('|---|---|')
   for pid, (name, cpu) in after.items():
     if pid in before:
       cores = (cpu - before[pid][1]) / _WINDOW.value
       if cores >= 0.01:
-        print(f'| {pid} `{name}` | {cores:.2f} |')
+        print(f'| {pid} {name} | {cores:.2f} |')
 
 
 def main(argv):
