@@ -207,7 +207,7 @@ def measure_processes():
           cpu = p.cpu_times()
           if p.pid == process.pid:
             name = 'train_eval.py: learner, Reverb server'
-          elif 'multiprocessing-fork' in p.cmdline():
+          elif any('multiprocessing-fork' in arg for arg in p.cmdline()):
             name = 'actor process'
           else:
             name = ' '.join(p.cmdline())[-60:]
