@@ -132,20 +132,26 @@ def _children_cpu_seconds():
   return times.children_user + times.children_system
 
 
+def _run_command(root_dir, bindings):
+  """train_eval.py on the gin file for `--run_env_steps`, without evals or
+  checkpoints in between, plus `bindings`."""
+  return common.train_eval_command(
+      root_dir, _GIN_FILE.value,
+      [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
+       'r2d2.Settings.eval_interval = 1000000',
+       'r2d2.Settings.checkpoint_interval = 1000000',
+       'r2d2.Settings.num_eval_episodes = 1'] + list(bindings))
+
+
 def measure_run():
   workdir = tempfile.mkdtemp(prefix='r2d2_speed_')
   runs = {label: [] for label in _VARIANTS}
   for repeat in range(_RUN_REPEATS.value):
     for label, (jit_compile, static_unroll) in _VARIANTS.items():
       root_dir = os.path.join(workdir, f'{label.replace(" ", "_")}_{repeat}')
-      command = common.train_eval_command(
-          root_dir, _GIN_FILE.value,
-          [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
-           f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
-           f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}',
-           'r2d2.Settings.eval_interval = 1000000',
-           'r2d2.Settings.checkpoint_interval = 1000000',
-           'r2d2.Settings.num_eval_episodes = 1'])
+      command = _run_command(root_dir, [
+          f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
+          f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}'])
       log_path = root_dir + '.log'
       cpu = _children_cpu_seconds()
       seconds, _ = common.run_logged(command, log_path)
@@ -187,12 +193,7 @@ def measure_processes():
   """Cores each process of the shipped run uses over a window."""
   import psutil  # pylint: disable=g-import-not-at-top
   root_dir = tempfile.mkdtemp(prefix='r2d2_processes_')
-  command = common.train_eval_command(
-      root_dir, _GIN_FILE.value,
-      [f'NUM_ENV_STEPS = {_RUN_ENV_STEPS.value}',
-       'r2d2.Settings.eval_interval = 1000000',
-       'r2d2.Settings.checkpoint_interval = 1000000',
-       'r2d2.Settings.num_eval_episodes = 1'])
+  command = _run_command(root_dir, [])
   print(' '.join(command), flush=True)
   with open(root_dir + '.log', 'w') as log:
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
