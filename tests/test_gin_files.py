@@ -48,6 +48,7 @@ R2D3_WITHOUT_TWIN = {
 INTRINSIC_PARAMETERS = frozenset([('rnd_ppo.rnd_ppo_agent', 'intrinsic_reward'),
                                   ('r2d2.r2d2_agent_fn', 'intrinsic_reward'),
                                   ('r2d2.r2d2_agent_fn', 'intrinsic_q_head'),
+                                  ('r2d2.r2d2_agent_fn', 'intrinsic_arms'),
                                   ('on_policy.train_eval', 'pre_training_fn')])
 # An R2D2 + RND file may also have its own budget (NUM_ENV_STEPS) and eval
 # spacing.

@@ -5,7 +5,8 @@
 binds it as `intrinsic_reward = @intrinsic.rnd_intrinsic_reward` and calls
 it with the environment's observation spec: `rnd_ppo.rnd_ppo_agent`
 (RND-PPO) and `r2d2.r2d2_agent_fn` (R2D2 and R2D3 with an exploration
-bonus). Every setting that changes results is `gin.REQUIRED`.
+bonus). Every setting that changes results is `gin.REQUIRED`, except
+R2D2's episodic memory (NGU's reward), off unless a file binds it.
 """
 
 from typing import Callable, Optional
@@ -32,6 +33,8 @@ def rnd_intrinsic_reward(
     adam_epsilon: float = REQUIRED,
     predictor_update_proportion: float = REQUIRED,
     first_visits_only: bool = REQUIRED,
+    episodic_memory_size: int = 0,
+    max_modulator: float = 5.0,
     observation_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
 ) -> intrinsic.RndIntrinsicReward:
   """Builds the RND intrinsic reward (creates its networks' variables).
@@ -59,6 +62,11 @@ def rnd_intrinsic_reward(
     first_visits_only: Pay r_i only on an observation's first visit in its
       episode within the agent's sequence (a rollout, a replayed sequence;
       NovelD's episodic restriction).
+    episodic_memory_size: 0, or NGU's reward for R2D2 and R2D3: the actors'
+      policies count each observation's visits in its episode (up to this
+      many distinct observations) and r_i = 1/sqrt(visits) times the RND
+      modulator; needs normalize_returns and first_visits_only False.
+    max_modulator: L, the clip of NGU's RND modulator (paper: 5).
     observation_fn: Picks the RND input from the observation (e.g.
       `@last_frame` for frame stacks); None: the observation itself.
 
@@ -78,4 +86,6 @@ def rnd_intrinsic_reward(
       observation_clip=observation_clip,
       normalize_returns=normalize_returns,
       predictor_update_proportion=predictor_update_proportion,
-      first_visits_only=first_visits_only)
+      first_visits_only=first_visits_only,
+      episodic_memory_size=episodic_memory_size,
+      max_modulator=max_modulator)

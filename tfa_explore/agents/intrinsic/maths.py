@@ -116,3 +116,57 @@ def first_visits(keys, step_types):
   steps = tf.range(tf.shape(keys)[1])
   earlier = steps[None, :] < steps[:, None]   # [t, s]: s before t
   return tf.logical_not(tf.reduce_any(tf.logical_and(same, earlier), axis=2))
+
+
+def episodic_visit_counts(keys, is_first, memory):
+  """Counts each observation's visits in its episode: one step of memory.
+
+  The episodic memory of Never Give Up (Badia et al. 2020, arXiv
+  2002.06038, section 2) with exact counts instead of its k-nearest
+  neighbours of learned embeddings: MiniGrid's views are discrete, and an
+  exact count is the limit of its kernel. Each environment of the batch
+  holds up to K distinct keys of its current episode and their counts; a
+  FIRST step empties it. Once K distinct keys are held, a new key is
+  counted as a first visit and not stored.
+
+  Args:
+    keys: `[B]` int64 keys of this step's observations (`observation_keys`).
+    is_first: `[B]` bool, the step starts an episode.
+    memory: `{'keys': [B, K] int64, 'counts': [B, K] int32, 'size': [B]
+      int32}` before this step (zeros: empty).
+
+  Returns:
+    `(counts [B] int32, memory)`: visits of each key in its episode so far,
+    this one included (>= 1), and the memory after this step.
+  """
+  size = tf.where(is_first, tf.zeros_like(memory['size']), memory['size'])
+  counts = tf.where(is_first[:, None], tf.zeros_like(memory['counts']),
+                    memory['counts'])
+  capacity = tf.shape(counts)[1]
+  slots = tf.range(capacity)[None, :]
+  held = tf.logical_and(slots < size[:, None],
+                        tf.equal(memory['keys'], keys[:, None]))
+  insert = tf.logical_and(tf.logical_not(tf.reduce_any(held, axis=1)),
+                          size < capacity)
+  inserted = tf.logical_and(tf.equal(slots, size[:, None]), insert[:, None])
+  visited = tf.logical_or(held, inserted)
+  counts += tf.cast(visited, counts.dtype)
+  new_memory = {
+      'keys': tf.where(inserted, keys[:, None], memory['keys']),
+      'counts': counts,
+      'size': size + tf.cast(insert, size.dtype),
+  }
+  visits = tf.reduce_sum(tf.where(visited, counts, tf.zeros_like(counts)),
+                         axis=1)
+  return tf.maximum(visits, 1), new_memory
+
+
+def ngu_modulator(errors, mean, std, max_modulator):
+  """NGU's life-long curiosity factor `clip(1 + (err - mu) / sigma, 1, L)`.
+
+  Badia et al. 2020, section 2: the RND error normalised by its running
+  mean and std, so an observation RND predicts worse than average
+  multiplies the episodic reward by up to L (paper: 5) and the others by 1.
+  """
+  alpha = 1.0 + (errors - mean) / tf.maximum(std, 1e-8)
+  return tf.clip_by_value(alpha, 1.0, max_modulator)

@@ -147,3 +147,32 @@ class IntrinsicReturnNormalizer(tf.Module):
   def count(self):
     """Filtered returns seen so far."""
     return self._return_moments.variables[0]
+
+
+class ErrorMoments(tf.Module):
+  """Running mean and std of RND prediction errors (NGU's modulator).
+
+  Never Give Up (Badia et al. 2020, section 2) normalises each error by
+  the running mean and std of all errors seen; `update` adds the masked
+  errors of a batch.
+  """
+
+  def __init__(self, name='rnd_error_moments'):
+    super().__init__(name=name)
+    self._moments = tensor_normalizer.StreamingTensorNormalizer(
+        tensor_spec.TensorSpec([], tf.float32), scope=name)
+
+  def update(self, errors, mask=None):
+    """Adds `errors` (any shape; only where `mask`, if given)."""
+    if mask is not None:
+      errors = tf.boolean_mask(errors, mask)
+    return _update_unless_empty(self._moments, tf.reshape(errors, [-1]))
+
+  def mean(self):
+    return self._moments.variables[1]
+
+  def std(self):
+    return tf.sqrt(_variance(self._moments))
+
+  def count(self):
+    return self._moments.variables[0]

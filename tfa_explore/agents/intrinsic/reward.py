@@ -9,6 +9,13 @@
 * `first_visits(observations, step_types)`: None, or which observations of
   a sequence are new to their episode; the agent passes those of the next
   observations to `rewards`, which pays nothing on the others;
+* `episodic_memory_size` and `observation_keys(observations)`: with a
+  memory (> 0), the acting policy counts each observation's visits in its
+  episode (`maths.episodic_visit_counts`, over these keys) and records
+  1/sqrt(count); the agent passes that episodic novelty of the next
+  observations to `rewards`, which pays NGU's reward (episodic novelty
+  times the RND modulator, Badia et al. 2020) instead of the normalised
+  RND error;
 * `training_inputs(observations)` and `train_step(inputs)`: what its own
   learner trains on (fixed for one update of the agent, cut into the agent's
   minibatches) and one optimisation step on a minibatch of it;
@@ -72,6 +79,15 @@ class IntrinsicReward(tf.Module):
     """Whether episode ends leave the intrinsic stream uncut."""
     raise NotImplementedError
 
+  @property
+  def episodic_memory_size(self) -> int:
+    """Distinct observations an acting policy remembers per episode; 0: none."""
+    return 0
+
+  def observation_keys(self, observations) -> tf.Tensor:
+    """`[B]` int64 keys of `[B, ...]` observations (equal: same key)."""
+    raise NotImplementedError
+
   def first_visits(self, observations, step_types) -> Optional[tf.Tensor]:
     """None, or `[B, T]` bool: observations new to their episode.
 
@@ -83,7 +99,8 @@ class IntrinsicReward(tf.Module):
     return None
 
   def rewards(self, next_observations, update_statistics: bool = False,
-              mask=None, first_visits=None) -> IntrinsicRewards:
+              mask=None, first_visits=None,
+              episodic_novelty=None) -> IntrinsicRewards:
     """Rewards of `[B, T]` transitions from their next observations.
 
     Args:
@@ -97,6 +114,9 @@ class IntrinsicReward(tf.Module):
       first_visits: Optional `[B, T]` bool from `first_visits` (of the next
         observations): the others get reward 0, raw and normalised, and
         the statistics see those zeros.
+      episodic_novelty: `[B, T]` float 1/sqrt(visits in the episode) of the
+        next observations, as the acting policy recorded it; needed with
+        (and only with) an episodic memory.
 
     Returns:
       `IntrinsicRewards` of `[B, T]` float32 tensors.
@@ -147,8 +167,8 @@ class NoIntrinsicReward(IntrinsicReward):
     return False
 
   def rewards(self, next_observations, update_statistics=False, mask=None,
-              first_visits=None):
-    del update_statistics, mask, first_visits
+              first_visits=None, episodic_novelty=None):
+    del update_statistics, mask, first_visits, episodic_novelty
     first = tf.nest.flatten(next_observations)[0]
     zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
     return IntrinsicRewards(raw=zeros, normalized=zeros)
@@ -199,6 +219,8 @@ class RndIntrinsicReward(IntrinsicReward):
       normalize_returns: bool = True,
       predictor_update_proportion: types.Float = 0.25,
       first_visits_only: bool = False,
+      episodic_memory_size: int = 0,
+      max_modulator: types.Float = 5.0,
       name: str = 'rnd_intrinsic_reward',
   ):
     """Creates the component and the variables of its networks.
@@ -235,6 +257,15 @@ class RndIntrinsicReward(IntrinsicReward):
         its episode, as far as the agent's sequence holds it (NovelD's
         episodic restriction, Zhang et al. 2021, arXiv 2110.00860; not in
         the RND paper): `first_visits` then returns the gate.
+      episodic_memory_size: 0, or NGU's reward (Badia et al. 2020, arXiv
+        2002.06038, section 2): the acting policy remembers up to this many
+        distinct observations per episode and records the episodic novelty
+        1/sqrt(visits) of each (exact counts, `maths.episodic_visit_counts`),
+        and r_i = novelty * clip(1 + (err - mean) / std, 1, max_modulator)
+        with the running mean and std of RND errors. Not with
+        `normalize_returns` or `first_visits_only`; R2D2's policies carry
+        the memory.
+      max_modulator: L of NGU's modulator clip (paper: 5).
       name: Module name.
 
     Raises:
@@ -248,6 +279,17 @@ class RndIntrinsicReward(IntrinsicReward):
     if not 0.0 < predictor_update_proportion <= 1.0:
       raise ValueError('predictor_update_proportion must be in (0, 1], got '
                        f'{predictor_update_proportion}.')
+    if episodic_memory_size < 0:
+      raise ValueError('episodic_memory_size must be >= 0, got '
+                       f'{episodic_memory_size}.')
+    if episodic_memory_size and (normalize_returns or first_visits_only):
+      raise ValueError(
+          'An episodic memory (episodic_memory_size > 0) pays NGU\'s reward, '
+          'which is neither divided by the return std nor gated by the '
+          'sequence: set normalize_returns = False and first_visits_only = '
+          'False (gin: intrinsic.rnd_intrinsic_reward.*).')
+    if max_modulator < 1.0:
+      raise ValueError(f'max_modulator must be >= 1, got {max_modulator}.')
     self._observation_fn = observation_fn or (lambda observation: observation)
     input_spec = self._input_spec(observation_spec)
     if target_net is None and predictor_net is None and networks_fn:
@@ -278,6 +320,11 @@ class RndIntrinsicReward(IntrinsicReward):
         input_spec, clip_value=observation_clip,
         enabled=normalize_observations)
     self._return_normalizer = normalizers.IntrinsicReturnNormalizer(discount)
+    self._episodic_memory_size = int(episodic_memory_size)
+    self._max_modulator = float(max_modulator)
+    # Only with a memory: other components' checkpoints stay as they were.
+    self._error_moments = (normalizers.ErrorMoments()
+                           if episodic_memory_size else None)
 
   def _input_spec(self, observation_spec):
     example = tensor_spec.zero_spec_nest(observation_spec, outer_dims=[1])
@@ -335,6 +382,19 @@ class RndIntrinsicReward(IntrinsicReward):
     predicted, _ = self._predictor_net(inputs)
     return maths.prediction_error(predicted, target)
 
+  @property
+  def episodic_memory_size(self):
+    return self._episodic_memory_size
+
+  @property
+  def error_moments(self):
+    """Running moments of raw errors (NGU's modulator); None without memory."""
+    return self._error_moments
+
+  def observation_keys(self, observations):
+    inputs = self._raw_inputs(observations)
+    return maths.observation_keys(inputs[:, None])[:, 0]
+
   def first_visits(self, observations, step_types):
     if not self._first_visits_only:
       return None
@@ -342,8 +402,14 @@ class RndIntrinsicReward(IntrinsicReward):
         maths.observation_keys(self._raw_inputs(observations)), step_types)
 
   def rewards(self, next_observations, update_statistics=False, mask=None,
-              first_visits=None):
+              first_visits=None, episodic_novelty=None):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
+    if (episodic_novelty is None) != (not self._episodic_memory_size):
+      raise ValueError(
+          'episodic_novelty is needed with an episodic memory and only with '
+          f'one (episodic_memory_size = {self._episodic_memory_size}).')
+    if episodic_novelty is not None:
+      return self._ngu_rewards(raw, episodic_novelty, update_statistics, mask)
     if first_visits is not None:
       raw *= tf.cast(first_visits, raw.dtype)
     if not self._normalize_returns:
@@ -355,6 +421,16 @@ class RndIntrinsicReward(IntrinsicReward):
     with tf.control_dependencies([filtered_returns]):
       normalized = self._return_normalizer.normalize(raw)
     return IntrinsicRewards(raw=raw, normalized=normalized)
+
+  def _ngu_rewards(self, raw, episodic_novelty, update_statistics, mask):
+    if update_statistics:
+      with tf.control_dependencies([self._error_moments.update(raw, mask)]):
+        raw = tf.identity(raw)
+    modulator = maths.ngu_modulator(raw, self._error_moments.mean(),
+                                    self._error_moments.std(),
+                                    self._max_modulator)
+    return IntrinsicRewards(
+        raw=raw, normalized=tf.cast(episodic_novelty, tf.float32) * modulator)
 
   def training_inputs(self, observations):
     # Inputs and target features stay fixed during the agent's update: the
@@ -394,15 +470,21 @@ class RndIntrinsicReward(IntrinsicReward):
   def update_observation_normalizer(self, observations):
     self._observation_normalizer.update(self._raw_inputs(observations))
 
+  def _moments(self):
+    if self._episodic_memory_size:
+      return {'error_mean': self._error_moments.mean(),
+              'error_std': self._error_moments.std()}
+    return {'return_std': self._return_normalizer.std(),
+            'return_mean': self._return_normalizer.mean()}
+
   def write_summaries(self, step, rewards, weights, update_fraction):
     summaries.write_intrinsic(
         step,
         raw_rewards=rewards.raw,
         normalized_rewards=rewards.normalized,
         weights=weights,
-        return_std=self._return_normalizer.std(),
-        return_mean=self._return_normalizer.mean(),
-        predictor_update_fraction=update_fraction)
+        predictor_update_fraction=update_fraction,
+        **self._moments())
     if self._observation_normalizer.enabled:
       mean, std = self._observation_normalizer.mean_and_std()
       summaries.write_observation_normalizer(

@@ -5,8 +5,12 @@ Tags (scalars at the agent's `train_step_counter`, written by
 
 Intrinsic/
   reward_raw_{mean,std,max}          prediction error before normalisation
-  reward_normalized_{mean,std,max}   after dividing by the return std
+  reward_normalized_{mean,std,max}   after dividing by the return std (with
+                                     an episodic memory: NGU's reward,
+                                     episodic novelty x modulator)
   return_std, return_mean            running stats of the filtered returns
+  error_mean, error_std              with an episodic memory: the running
+                                     stats of raw errors the modulator uses
   predictor_update_fraction          share of samples the predictor saw
 Normalizers/
   rnd_observation_mean, rnd_observation_std  (averaged over features)
@@ -28,13 +32,17 @@ def _weighted_stats(prefix, values, weights, step):
 
 
 def write_intrinsic(step, raw_rewards, normalized_rewards, weights,
-                    return_std, return_mean, predictor_update_fraction):
-  """Intrinsic reward statistics over the rows with weight > 0."""
+                    predictor_update_fraction, **moments):
+  """Intrinsic reward statistics over the rows with weight > 0.
+
+  `moments`: the normaliser's running statistics, each written under its
+  keyword (`return_std`, `return_mean`, or `error_mean`, `error_std`).
+  """
   with tf.name_scope('Intrinsic/'):
     _weighted_stats('reward_raw', raw_rewards, weights, step)
     _weighted_stats('reward_normalized', normalized_rewards, weights, step)
-    tf.summary.scalar('return_std', return_std, step=step)
-    tf.summary.scalar('return_mean', return_mean, step=step)
+    for tag, value in sorted(moments.items()):
+      tf.summary.scalar(tag, value, step=step)
     tf.summary.scalar('predictor_update_fraction', predictor_update_fraction,
                       step=step)
 

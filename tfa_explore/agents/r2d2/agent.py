@@ -20,6 +20,10 @@ replayed trace step's reward becomes r_e + coef * r_i, with r_i the
 component's normalised reward of the next observation; the component's
 predictor then takes one step on the same batch's real next observations.
 The actors do not see it (their initial priorities are extrinsic).
+With an episodic memory in the component (NGU's reward, `policy.py`), the
+collect policies count each observation's visits in its episode and record
+the episodic novelty in their info; r_i is that novelty of the next
+observation times the RND modulator.
 
 Intrinsic head (a `q_network` built with `intrinsic_head=True`): r_i is
 not added to r_e; Q_E learns r_e and Q_I learns r_i from the same unroll
@@ -182,6 +186,7 @@ class R2D2Agent(tf_agent.TFAgent):
                gradient_clipping=None,
                collect_epsilon=0.4,
                intrinsic_reward=None,
+               intrinsic_arms=False,
                jit_compile=False,
                debug_summaries=False,
                summarize_grads_and_vars=False,
@@ -220,6 +225,10 @@ class R2D2Agent(tf_agent.TFAgent):
         Its stream must be episodic (`non_episodic=False`): it shares the
         Q value's discount and episode ends. Needed by a `q_network` with
         an intrinsic head, which learns it apart (module docstring).
+      intrinsic_arms: with an intrinsic head, `actor_collect_policy` gives
+        each actor slot its own beta from 0 to coef (NGU's arms, Badia et
+        al. 2020, appendix A; `policy.slot_intrinsic_weights`); False: every
+        slot acts with beta = coef.
       jit_compile: compute the loss and its gradients in one XLA-compiled
         function (`_loss` of a subclass too). The same maths to float
         tolerance (tests/test_r2d2_agent.py); on CPU it fuses the unrolls'
@@ -305,15 +314,18 @@ class R2D2Agent(tf_agent.TFAgent):
 
       self._loss_and_gradients = loss_and_gradients
 
+    if intrinsic_arms and not intrinsic_head:
+      raise ValueError(
+          'intrinsic_arms needs a q_network with an intrinsic head (gin: '
+          'r2d2.r2d2_agent_fn.intrinsic_q_head = True): an arm weighs Q_I '
+          'against Q_E.')
+    self._intrinsic_arms = intrinsic_arms
+    self._policy_specs = (time_step_spec, action_spec)
     policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec, q_network)
     self._exploring_policy = policy
-    if intrinsic_head:
-      self._exploring_policy = r2d2_policy.R2D2Policy(
-          time_step_spec, action_spec, q_network,
-          heads_fn=lambda heads: losses.mixed_action_values(
-              heads.extrinsic, heads.intrinsic,
-              self._td_settings.intrinsic_weight, rescale_values,
-              value_rescale_epsilon))
+    if intrinsic_head or intrinsic_reward.episodic_memory_size:
+      self._exploring_policy = self._make_exploring_policy(
+          self._td_settings.intrinsic_weight)
     collect_policy = r2d2_policy.R2D2CollectPolicy(self._exploring_policy,
                                                    collect_epsilon)
     super().__init__(
@@ -325,6 +337,25 @@ class R2D2Agent(tf_agent.TFAgent):
         debug_summaries=debug_summaries,
         summarize_grads_and_vars=summarize_grads_and_vars,
         train_step_counter=train_step_counter)
+
+  def _make_exploring_policy(self, intrinsic_weight):
+    """Greedy on h^-1(Q_E) + intrinsic_weight h^-1(Q_I), with the memory.
+
+    `intrinsic_weight`: a float, or `[B, 1]` (one beta per env); None (no
+    intrinsic head) is greedy on the one Q.
+    """
+    heads_fn = None
+    if intrinsic_weight is not None:
+      settings = self._td_settings
+      heads_fn = lambda heads: losses.mixed_action_values(  # pylint: disable=g-long-lambda
+          heads.extrinsic, heads.intrinsic, intrinsic_weight,
+          settings.rescale_values, settings.rescale_epsilon)
+    component = self._intrinsic_reward
+    time_step_spec, action_spec = self._policy_specs
+    return r2d2_policy.R2D2Policy(
+        time_step_spec, action_spec, self._q_network, heads_fn=heads_fn,
+        episodic_memory=(component if component.episodic_memory_size
+                         else None))
 
   @property
   def sequence_config(self):
@@ -379,13 +410,22 @@ class R2D2Agent(tf_agent.TFAgent):
     An actor stepping a batch of `envs_per_actor` environments explores in
     env k like actor `actor_index * envs_per_actor + k` of
     `num_actors * envs_per_actor`: each env is one of the paper's actors.
+    With `intrinsic_arms` each env also acts with its own beta
+    (`policy.slot_intrinsic_weights`, NGU's arms).
     """
     epsilons = r2d2_policy.slot_epsilons(actor_index, num_actors,
                                          envs_per_actor)
     # One env keeps a scalar epsilon, as an unbatched policy expects.
     epsilon = (epsilons[0] if envs_per_actor == 1 else
                tf.constant(epsilons, tf.float32))
-    return r2d2_policy.R2D2CollectPolicy(self._exploring_policy, epsilon)
+    exploring_policy = self._exploring_policy
+    if self._intrinsic_arms:
+      weights = r2d2_policy.slot_intrinsic_weights(
+          actor_index, num_actors, envs_per_actor,
+          self._td_settings.intrinsic_weight)
+      exploring_policy = self._make_exploring_policy(
+          tf.constant(weights, tf.float32)[:, None])
+    return r2d2_policy.R2D2CollectPolicy(exploring_policy, epsilon)
 
   def _initialize(self):
     common.soft_variables_update(
@@ -563,7 +603,9 @@ class R2D2Agent(tf_agent.TFAgent):
     padding); burn-in steps and the last step get 0 (no target uses
     their reward). With the component's first-visit gate, r_i is paid on
     next observations not seen earlier in the sequence's episode (burn-in
-    included). In order: the RND input statistics take the batch's real
+    included). With the component's episodic memory, r_i is NGU's: the
+    episodic novelty the actor's policy recorded for each next observation
+    times the RND modulator. In order: the RND input statistics take the batch's real
     observations, the rewards are computed (advancing the return
     statistics over the real transitions), then the predictor takes one
     step on those next observations.
@@ -583,8 +625,14 @@ class R2D2Agent(tf_agent.TFAgent):
     if first_visits is not None:
       # Burn-in steps count as seen: the gate of each next observation.
       first_visits = first_visits[:, burn_in + 1:]
+    episodic_novelty = None
+    if component.episodic_memory_size:
+      # Recorded by the actor's policy when it saw each next observation.
+      episodic_novelty = trajectory.policy_info[
+          r2d2_policy.EPISODIC_NOVELTY][:, burn_in + 1:]
     rewards = component.rewards(next_observations, update_statistics=True,
-                                mask=transitions, first_visits=first_visits)
+                                mask=transitions, first_visits=first_visits,
+                                episodic_novelty=episodic_novelty)
     weights = tf.cast(transitions, tf.float32)
     bonus = rewards.normalized * weights
     batch_size = tf.shape(bonus)[0]

@@ -22,11 +22,21 @@ The learner starts a replayed sequence from `network_state` at its first
 step (R2D2's stored state) and feeds `prev_action` / `prev_reward` as they
 were fed to the actor, so the replay unroll sees exactly the actor's inputs.
 
+With an episodic memory (the exploring policy of an agent whose intrinsic
+reward has `episodic_memory_size > 0`) the state also holds
+`'episodic_memory'`, each env's counts of the observations of its current
+episode (`intrinsic.maths.episodic_visit_counts`; emptied on FIRST steps),
+and the info `'episodic_novelty'`: 1/sqrt(visits of this step's
+observation in its episode, this one included), NGU's episodic reward
+(exact counts), which the learner reads from replay.
+
 A network with an intrinsic head gives two greedy policies with the same
 state and info: on Q_E (`call`, the agent's `policy`, evaluated and
 saved), and, with `heads_fn`, on a function of both heads (the agent's
 exploring policy, under its collect policies).
 """
+
+import math
 
 import tensorflow as tf
 import tensorflow_probability as tfp
@@ -34,9 +44,12 @@ from tf_agents.policies import tf_policy
 from tf_agents.trajectories import policy_step
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.agents.intrinsic import maths as intrinsic_maths
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 NETWORK_STATE = 'network_state'
+EPISODIC_MEMORY = 'episodic_memory'
+EPISODIC_NOVELTY = 'episodic_novelty'
 PREV_ACTION = rdqn.PREV_ACTION_KEY
 PREV_REWARD = rdqn.PREV_REWARD_KEY
 
@@ -79,8 +92,52 @@ def slot_epsilons(actor_index, num_actors, envs_per_actor):
           for k in range(envs_per_actor)]
 
 
-def policy_state_spec(q_network, action_spec):
-  return {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
+def episodic_memory_spec(memory_size):
+  """One env's memory of `intrinsic.maths.episodic_visit_counts`."""
+  return {
+      'keys': tf.TensorSpec([memory_size], tf.int64),
+      'counts': tf.TensorSpec([memory_size], tf.int32),
+      'size': tf.TensorSpec([], tf.int32),
+  }
+
+
+def ngu_intrinsic_weight(arm, num_arms, max_weight):
+  """beta_i of NGU's arm i of N (Badia et al. 2020, appendix A).
+
+  beta_0 = 0 (pure exploitation), beta_{N-1} = max_weight, and between them
+  max_weight * sigmoid(10 (2 i - (N - 2)) / (N - 2)).
+  """
+  if not 0 <= arm < num_arms:
+    raise ValueError(f'arm must be in [0, {num_arms}), got {arm}.')
+  if arm == 0:
+    return 0.0
+  if arm == num_arms - 1:
+    return float(max_weight)
+  x = 10.0 * (2 * arm - (num_arms - 2)) / (num_arms - 2)
+  return float(max_weight / (1.0 + math.exp(-x)))
+
+
+def slot_intrinsic_weights(actor_index, num_actors, envs_per_actor,
+                           max_weight):
+  """beta of each env of a batched actor: NGU's arms over all slots.
+
+  Slot j of N (as in `slot_epsilons`) is arm N - 1 - j: the slot with the
+  largest epsilon (j = 0) explores with max_weight and the one with the
+  smallest acts on Q_E alone (beta 0), the arm closest to the evaluated
+  greedy policy.
+  """
+  num_slots = num_actors * envs_per_actor
+  first_slot = actor_index * envs_per_actor
+  return [ngu_intrinsic_weight(num_slots - 1 - (first_slot + k), num_slots,
+                               max_weight)
+          for k in range(envs_per_actor)]
+
+
+def policy_state_spec(q_network, action_spec, memory_size=0):
+  spec = {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
+  if memory_size:
+    spec[EPISODIC_MEMORY] = episodic_memory_spec(memory_size)
+  return spec
 
 
 def _lists_to_tuples(nest):
@@ -101,12 +158,15 @@ def stored_network_state(info, q_network):
                                   tf.nest.flatten(info[NETWORK_STATE]))
 
 
-def info_spec(q_network, action_spec, reward_spec):
-  return {
+def info_spec(q_network, action_spec, reward_spec, episodic=False):
+  spec = {
       NETWORK_STATE: _lists_to_tuples(q_network.state_spec),
       PREV_ACTION: action_spec,
       PREV_REWARD: reward_spec,
   }
+  if episodic:
+    spec[EPISODIC_NOVELTY] = tf.TensorSpec([], tf.float32)
+  return spec
 
 
 def network_inputs(observation, info):
@@ -134,7 +194,7 @@ class R2D2Policy(tf_policy.TFPolicy):
   """
 
   def __init__(self, time_step_spec, action_spec, q_network, heads_fn=None,
-               name=None):
+               episodic_memory=None, name=None):
     """Creates the policy.
 
     Args:
@@ -144,17 +204,29 @@ class R2D2Policy(tf_policy.TFPolicy):
       heads_fn: None (greedy on `q_network`'s Q values), or a callable
         `QHeads -> [B, A]` values to be greedy on, for a network with an
         intrinsic head.
+      episodic_memory: None, or an intrinsic reward with
+        `episodic_memory_size > 0` whose `observation_keys` the memory
+        counts (module docstring).
       name: policy name.
     """
     if heads_fn is not None and not q_network.has_intrinsic_head:
       raise ValueError('heads_fn needs a q_network with an intrinsic head.')
+    memory_size = 0
+    if episodic_memory is not None:
+      memory_size = episodic_memory.episodic_memory_size
+      if memory_size < 1:
+        raise ValueError('episodic_memory needs episodic_memory_size >= 1, '
+                         f'got {memory_size}.')
     self._q_network = q_network
     self._heads_fn = heads_fn
+    self._episodic_memory = episodic_memory
     super().__init__(
         time_step_spec,
         action_spec,
-        policy_state_spec=policy_state_spec(q_network, action_spec),
-        info_spec=info_spec(q_network, action_spec, time_step_spec.reward),
+        policy_state_spec=policy_state_spec(q_network, action_spec,
+                                            memory_size),
+        info_spec=info_spec(q_network, action_spec, time_step_spec.reward,
+                            episodic=bool(memory_size)),
         name=name)
 
   def _variables(self):
@@ -189,6 +261,12 @@ class R2D2Policy(tf_policy.TFPolicy):
     # acting greedily; `R2D2CollectPolicy` overwrites it with the action it
     # actually takes.
     next_state = {NETWORK_STATE: next_network_state, PREV_ACTION: action}
+    if self._episodic_memory is not None:
+      visits, next_state[EPISODIC_MEMORY] = (
+          intrinsic_maths.episodic_visit_counts(
+              self._episodic_memory.observation_keys(time_step.observation),
+              is_first, policy_state[EPISODIC_MEMORY]))
+      info[EPISODIC_NOVELTY] = tf.math.rsqrt(tf.cast(visits, tf.float32))
     return policy_step.PolicyStep(
         tfp.distributions.Deterministic(action), next_state, info)
 
@@ -214,6 +292,11 @@ class R2D2CollectPolicy(tf_policy.TFPolicy):
   @property
   def epsilon(self):
     return self._epsilon() if callable(self._epsilon) else self._epsilon
+
+  @property
+  def greedy_policy(self):
+    """The `R2D2Policy` this one is epsilon-greedy over."""
+    return self._greedy_policy
 
   def _variables(self):
     return self._greedy_policy.variables()

@@ -200,6 +200,11 @@ class RndPPOAgent(tf_agent.TFAgent):
     intrinsic_reward = intrinsic_reward or intrinsic.NoIntrinsicReward()
     if intrinsic_only and not intrinsic_reward.enabled:
       raise ValueError('intrinsic_only needs an intrinsic reward.')
+    if intrinsic_reward.episodic_memory_size:
+      raise ValueError(
+          'RND-PPO has no episodic memory in its policy: build the intrinsic '
+          'reward with episodic_memory_size = 0 (gin: intrinsic.'
+          'rnd_intrinsic_reward.episodic_memory_size); it is R2D2\'s.')
     actor_output_spec = actor_net.create_variables(time_step_spec.observation)
 
     tf.Module.__init__(self, name=name)

@@ -70,6 +70,7 @@ def r2d2_agent_fn(time_step_spec,
                   use_stored_state=True,
                   intrinsic_reward=None,
                   intrinsic_q_head=False,
+                  intrinsic_arms=False,
                   jit_compile=False,
                   static_unroll=True,
                   debug_summaries=True,
@@ -90,19 +91,27 @@ def r2d2_agent_fn(time_step_spec,
   `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
   r = r_e + beta * r_i). `intrinsic_q_head`: learn r_i in a second Q head
   instead of adding it to r_e; the actors act on both heads, the greedy
-  policy on Q_E (`R2D2Agent`). `static_unroll`: see
+  policy on Q_E (`R2D2Agent`). `intrinsic_arms`: each actor slot acts
+  with its own beta from 0 to coef (NGU's arms; needs the head).
+  `static_unroll`: see
   `RecurrentDuelingQNetwork` (False: the `tf.while_loop` everywhere, as
   before; `jit_compile` keeps the loop in the compiled learner step).
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
-    errors.ConfigError: an intrinsic Q head without an intrinsic reward.
+    errors.ConfigError: an intrinsic Q head without an intrinsic reward,
+      or arms without the head.
   """
   if intrinsic_q_head and not intrinsic_reward:
     raise errors.ConfigError(
         'r2d2.r2d2_agent_fn.intrinsic_q_head = True needs '
         'r2d2.r2d2_agent_fn.intrinsic_reward (e.g. '
         '@intrinsic.rnd_intrinsic_reward): the head learns its reward.')
+  if intrinsic_arms and not intrinsic_q_head:
+    raise errors.ConfigError(
+        'r2d2.r2d2_agent_fn.intrinsic_arms = True needs '
+        'r2d2.r2d2_agent_fn.intrinsic_q_head = True: an arm weighs Q_I '
+        'against Q_E.')
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   # Checked before the network is built, whose own error is less direct.
   action_spec = r2d2_agent.check_action_spec(
@@ -138,6 +147,7 @@ def r2d2_agent_fn(time_step_spec,
       priority_max_weight=priority_max_weight,
       use_stored_state=use_stored_state,
       intrinsic_reward=bonus,
+      intrinsic_arms=intrinsic_arms,
       gradient_clipping=gradient_clipping,
       jit_compile=jit_compile,
       debug_summaries=debug_summaries,

@@ -53,6 +53,12 @@ def episode_trajectories(episode, collect_data_spec):
   for t in range(num_steps):
     last = t == num_steps - 1
     info = {
+        # Any other info (an episodic novelty): zeros, as for a demonstrator
+        # without that memory.
+        **{key: np.zeros(spec.shape, spec.dtype.as_numpy_dtype)
+           for key, spec in info_spec.items()
+           if key not in (r2d2_policy.NETWORK_STATE, r2d2_policy.PREV_ACTION,
+                          r2d2_policy.PREV_REWARD)},
         r2d2_policy.NETWORK_STATE: zero_state,
         r2d2_policy.PREV_ACTION: actions[t - 1] if t else action_dtype(0),
         r2d2_policy.PREV_REWARD: reward_dtype(episode.reward[t] if t else 0),
