@@ -99,9 +99,14 @@ class TdErrorsTest(support.TestCase):
         online.extrinsic, target.extrinsic, **common)
     exploring = losses.mixed_action_values(online.extrinsic,
                                            online.intrinsic, COEF)
+    # Q_I discounts by the component's gamma_I, not Q_E's gamma.
+    self.assertEqual(settings.intrinsic_gamma,
+                     agent.intrinsic_reward.discount)
+    self.assertNotEqual(settings.intrinsic_gamma, settings.gamma)
+    intrinsic_common = dict(common, gamma=settings.intrinsic_gamma)
     intrinsic_targets = losses.n_step_double_q_targets(
         r_i[:, 2:], sequences.discount[:, 2:], exploring, target.intrinsic,
-        **common)
+        **intrinsic_common)
     self.assertAllClose(errors.by_n_step[2].targets, extrinsic.targets)
     self.assertAllClose(errors.intrinsic_by_n_step[2].targets,
                         intrinsic_targets.targets)
@@ -113,7 +118,7 @@ class TdErrorsTest(support.TestCase):
         intrinsic_targets.targets,
         losses.n_step_double_q_targets(
             r_i[:, 2:], sequences.discount[:, 2:], online.intrinsic,
-            target.intrinsic, **common).targets)
+            target.intrinsic, **intrinsic_common).targets)
     # Q_E's errors do not see r_i.
     without = agent.td_errors(sequences)
     self.assertAllClose(errors.by_n_step[2].td_errors,

@@ -26,7 +26,8 @@ the episodic novelty in their info; r_i is that novelty of the next
 observation times the RND modulator.
 
 Intrinsic head (a `q_network` built with `intrinsic_head=True`): r_i is
-not added to r_e; Q_E learns r_e and Q_I learns r_i from the same unroll
+not added to r_e; Q_E learns r_e (discount `gamma`) and Q_I learns r_i
+(discount: the component's `discount`, gamma_I) from the same unroll
 (`learning.sequence_td_errors`), the loss is the sum of their TD losses and
 the priorities use |delta_E| + coef |delta_I|. The collect policies act on
 h^-1(Q_E) + coef h^-1(Q_I); `policy` (evaluated, saved) is greedy on Q_E.
@@ -296,7 +297,9 @@ class R2D2Agent(tf_agent.TFAgent):
         rescale_epsilon=value_rescale_epsilon,
         action_minimum=int(action_spec.minimum),
         intrinsic_weight=(float(intrinsic_reward.coef) if intrinsic_head
-                          else None))
+                          else None),
+        intrinsic_gamma=(float(intrinsic_reward.discount) if intrinsic_head
+                         else None))
     self._target_update_period = target_update_period
     self._importance_sampling_exponent = importance_sampling_exponent
     self._priority_max_weight = priority_max_weight

@@ -124,6 +124,7 @@ class TdSettings:
     action_minimum: the action spec's minimum; Q value index = action - it.
     intrinsic_weight: None, or beta of a network with an intrinsic head:
       the exploring argmax maximises h^-1(Q_E) + beta h^-1(Q_I).
+    intrinsic_gamma: discount of Q_I's targets; None: `gamma`.
   """
   burn_in_steps: int
   gamma: float
@@ -132,6 +133,7 @@ class TdSettings:
   rescale_epsilon: float = 1e-3
   action_minimum: int = 0
   intrinsic_weight: Optional[float] = None
+  intrinsic_gamma: Optional[float] = None
 
 
 class NStepTdErrors(
@@ -225,14 +227,14 @@ def sequence_td_errors(online_network, target_network, trajectory,
   actions = tf.clip_by_value(actions, 0, num_actions - 1)
   selected = tf.gather(online_q, actions, axis=-1, batch_dims=2)
 
-  def errors_of(rewards, argmax_q, evaluated_q, selected):
+  def errors_of(rewards, argmax_q, evaluated_q, selected, gamma):
     by_n_step = {}
     for n_step in n_steps:
       if n_step in by_n_step:
         continue
       n_step_targets = losses.n_step_double_q_targets(
           rewards, discounts, tf.stop_gradient(argmax_q), evaluated_q,
-          num_steps=n_step, gamma=settings.gamma, step_mask=mask,
+          num_steps=n_step, gamma=gamma, step_mask=mask,
           rescale_values=settings.rescale_values,
           rescale_epsilon=settings.rescale_epsilon)
       by_n_step[n_step] = NStepTdErrors(
@@ -253,11 +255,14 @@ def sequence_td_errors(online_network, target_network, trajectory,
                                 online_q.dtype)
     intrinsic_by_n_step = errors_of(
         intrinsic_rewards, exploring_q, target_heads.intrinsic,
-        tf.gather(online_heads.intrinsic, actions, axis=-1, batch_dims=2))
+        tf.gather(online_heads.intrinsic, actions, axis=-1, batch_dims=2),
+        settings.gamma if settings.intrinsic_gamma is None
+        else settings.intrinsic_gamma)
   return TdErrors(
       q_values=online_q,
       actions=actions,
       selected_q_values=selected,
       step_mask=mask,
-      by_n_step=errors_of(rewards, online_q, target_q, selected),
+      by_n_step=errors_of(rewards, online_q, target_q, selected,
+                          settings.gamma),
       intrinsic_by_n_step=intrinsic_by_n_step)

@@ -1,0 +1,150 @@
+r"""How far an R2D2 run's exploring actors get: goals and views per episode.
+
+  python benchmarks/r2d2_exploration_readout.py \
+      --run_dir=runs/r2d2_ngu_1m/r2d2_rnd_seed0 [--checkpoint=ckpt-300035] \
+      [--actors=0,1] [--episodes_per_slot=2]
+
+Restores the run's agent (`r2d2_rollouts.restore_run`) and, for each actor
+index in --actors, steps a batch of the run's envs (`envs_per_actor`,
+seeded away from the run's actor and eval seeds) with that actor's collect
+policy: its epsilons and, with `intrinsic_arms`, its betas. Then the same
+envs with uniform random actions. Per slot it prints, over --episodes_per_slot
+episodes each: the goal rate (return > 0), the mean return, the mean
+number of distinct observations per episode (exact bytes: the views the
+episodic memory counts) and the most taken action's share. With an
+episodic memory it also prints the mean `episodic_novelty` the policy
+recorded.
+
+hard_exploration_history.md uses it on the R2D2 + RND runs.
+"""
+
+import collections
+import os
+import sys
+
+from absl import app
+from absl import flags
+import gin
+import numpy as np
+import tensorflow as tf
+from tf_agents.policies import py_tf_eager_policy
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import r2d2_rollouts  # pylint: disable=g-import-not-at-top
+
+from tfa_explore.agents.r2d2 import policy as r2d2_policy  # pylint: disable=g-import-not-at-top,g-bad-import-order
+from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+
+_ACTORS = flags.DEFINE_list('actors', ['0', '1'], 'Actor indices to run.')
+_EPISODES = flags.DEFINE_integer('episodes_per_slot', 2,
+                                 'Episodes per env (slot) and policy.')
+# Far from the actors' (seed + slot) and the evals' (seed + 1000003 + j).
+READOUT_SEED_OFFSET = 2000003
+
+
+class _Uniform:
+  """Uniform random actions in the collect policy's interface."""
+
+  def __init__(self, action_spec, num_envs, seed):
+    self._spec = action_spec
+    self._num_envs = num_envs
+    self._rng = np.random.default_rng(seed)
+
+  def get_initial_state(self, batch_size):
+    del batch_size
+    return ()
+
+  def action(self, time_step, state):
+    del time_step
+    action = self._rng.integers(self._spec.minimum, self._spec.maximum + 1,
+                                size=self._num_envs)
+    return collections.namedtuple('Step', 'action state info')(
+        action.astype(self._spec.dtype), state, {})
+
+
+def _run(policy, env, num_envs, episodes):
+  """Per env: [(return, distinct views, actions, mean novelty)] episodes."""
+  results = [[] for _ in range(num_envs)]
+  views = [set() for _ in range(num_envs)]
+  actions = [collections.Counter() for _ in range(num_envs)]
+  novelty = [[] for _ in range(num_envs)]
+  returns = np.zeros(num_envs)
+  time_step = env.reset()
+  state = policy.get_initial_state(num_envs)
+  while min(len(r) for r in results) < episodes:
+    step = policy.action(time_step, state)
+    observation = np.asarray(time_step.observation)
+    recorded = step.info.get(r2d2_policy.EPISODIC_NOVELTY) if isinstance(
+        step.info, dict) else None
+    for k in range(num_envs):
+      if time_step.is_last()[k]:
+        continue
+      views[k].add(observation[k].tobytes())
+      actions[k][int(step.action[k])] += 1
+      if recorded is not None:
+        novelty[k].append(float(np.asarray(recorded)[k]))
+    next_time_step = env.step(step.action)
+    for k in range(num_envs):
+      if time_step.is_last()[k]:
+        continue
+      returns[k] += float(next_time_step.reward[k])
+      if next_time_step.is_last()[k]:
+        # The LAST observation counts as seen too.
+        views[k].add(np.asarray(next_time_step.observation)[k].tobytes())
+        results[k].append((returns[k], len(views[k]), actions[k],
+                           np.mean(novelty[k]) if novelty[k] else None))
+        returns[k] = 0.0
+        views[k], actions[k], novelty[k] = set(), collections.Counter(), []
+    time_step, state = next_time_step, step.state
+  return [r[:episodes] for r in results]
+
+
+def _print(label, first_slot, results, extra=None):
+  for k, episodes in enumerate(results):
+    goals = np.mean([r > 0 for r, _, _, _ in episodes])
+    mean_return = np.mean([r for r, _, _, _ in episodes])
+    distinct = np.mean([v for _, v, _, _ in episodes])
+    counts = sum((a for _, _, a, _ in episodes), collections.Counter())
+    top, top_count = counts.most_common(1)[0]
+    line = (f'{label} slot {first_slot + k:2d}{extra[k] if extra else ""}: '
+            f'goal rate {goals:.2f}, return {mean_return:.2f}, distinct '
+            f'views {distinct:.0f}, most taken action {top} '
+            f'{top_count / sum(counts.values()):.2f}')
+    novelties = [n for _, _, _, n in episodes if n is not None]
+    if novelties:
+      line += f', mean episodic novelty {np.mean(novelties):.3f}'
+    print(line)
+
+
+def main(argv):
+  if len(argv) > 1:
+    raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
+  agent, _ = r2d2_rollouts.restore_run(
+      r2d2_rollouts.RUN_DIR.value, r2d2_rollouts.CHECKPOINT.value)
+  num_actors = gin.query_parameter('r2d2.Settings.num_actors')
+  num_envs = gin.query_parameter('r2d2.Settings.envs_per_actor')
+  env_loader = gin.query_parameter('r2d2.Settings.env_loader')
+  seed = gin.query_parameter('r2d2.Settings.seed')
+  if isinstance(seed, gin.config.ConfigurableReference):  # %SEED
+    seed = seed.scoped_configurable_fn()
+  for actor in (int(a) for a in _ACTORS.value):
+    first_slot = actor * num_envs
+    env_seed = seed + READOUT_SEED_OFFSET + first_slot
+    collect_policy = agent.actor_collect_policy(actor, num_actors, num_envs)
+    policy = py_tf_eager_policy.PyTFEagerPolicy(
+        collect_policy, use_tf_function=True, batch_time_steps=False)
+    epsilons = r2d2_policy.slot_epsilons(actor, num_actors, num_envs)
+    extra = [f' (epsilon {e:.4f})' for e in epsilons]
+    env = batched.make_batched_env(env_loader.scoped_configurable_fn,
+                                   num_envs, env_seed)
+    _print('actor', first_slot, _run(policy, env, num_envs,
+                                     _EPISODES.value), extra)
+    env = batched.make_batched_env(env_loader.scoped_configurable_fn,
+                                   num_envs, env_seed)
+    uniform = _Uniform(env.action_spec(), num_envs, env_seed)
+    _print('uniform', first_slot, _run(uniform, env, num_envs,
+                                       _EPISODES.value))
+
+
+if __name__ == '__main__':
+  app.run(main)
