@@ -14,7 +14,8 @@ like train_eval's eval envs (seed + 1000003):
   (return > 0) and mean episode length;
 * for the first `--q_episodes` greedy episodes: the action counts, the
   last observation (how the episode ended) and the online Q values
-  (rescaled, and the max after h^-1) at the `--q_steps` steps, which
+  (rescaled, and the max after h^-1; with an intrinsic head also Q_I
+  after h^-1) at the `--q_steps` steps, which
   shows whether a failing episode repeats one action and what the network
   thinks that is worth.
 
@@ -98,12 +99,18 @@ def _episode(agent, env, epsilon, rng, q_steps=()):
         lambda x, spec: tf.cast(x, spec.dtype),
         r2d2_policy.network_inputs(observation, info),
         network.input_tensor_spec)
-    q_values, state = network(
-        inputs, step_type=tf.constant([[int(time_step.step_type)]]),
-        network_state=state)
+    step_type = tf.constant([[int(time_step.step_type)]])
+    intrinsic_q = None
+    if network.has_intrinsic_head:
+      heads, state = network.q_heads(inputs, step_type=step_type,
+                                     network_state=state)
+      q_values, intrinsic_q = heads.extrinsic, heads.intrinsic.numpy()[0, 0]
+    else:
+      q_values, state = network(inputs, step_type=step_type,
+                                network_state=state)
     q_values = q_values.numpy()[0, 0]
     if len(actions) in q_steps:
-      q_at[len(actions)] = q_values
+      q_at[len(actions)] = (q_values, intrinsic_q)
     action = int(np.argmax(q_values))
     if rng.random() < epsilon:
       action = int(rng.integers(num_actions))
@@ -129,12 +136,17 @@ def main(argv):
           f'{episode_return:.2f}, actions '
           f'{dict(sorted(collections.Counter(actions).items()))}, final '
           f'observation {final_observation.tolist()}')
-    for step, q_values in sorted(q_at.items()):
+    for step, (q_values, intrinsic_q) in sorted(q_at.items()):
       raw_max = float(losses.inverse_value_rescale(
           tf.constant(q_values.max())))
       print(f'  step {step}: Q (rescaled) '
             f'{" ".join(f"{value:.3f}" for value in q_values)}, '
             f'max after h^-1 {raw_max:.3f}')
+      if intrinsic_q is not None:
+        raw = losses.inverse_value_rescale(tf.constant(intrinsic_q)).numpy()
+        print(f'  step {step}: Q_I after h^-1 '
+              f'{" ".join(f"{value:.2f}" for value in raw)} (max - min '
+              f'{raw.max() - raw.min():.2f})')
   for epsilon in (float(value) for value in _EPSILONS.value):
     results = [_episode(agent, env, epsilon, rng)
                for _ in range(_EPISODES.value)]
