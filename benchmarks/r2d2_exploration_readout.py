@@ -11,9 +11,9 @@ policy: its epsilons and, with `intrinsic_arms`, its betas. Then the same
 envs with uniform random actions. Per slot it prints, over --episodes_per_slot
 episodes each: the goal rate (return > 0), the mean return, the mean
 number of distinct observations per episode (exact bytes: the views the
-episodic memory counts) and the most taken action's share. With an
-episodic memory it also prints the mean `episodic_novelty` the policy
-recorded.
+episodic memory counts), the most taken action's share and the mean
+episodic novelty per step, 1/sqrt(visits of the step's view in its episode
+so far), what NGU's memory records (the same for every policy).
 
 hard_exploration_history.md uses it on the R2D2 + RND runs.
 """
@@ -65,7 +65,7 @@ class _Uniform:
 def _run(policy, env, num_envs, episodes):
   """Per env: [(return, distinct views, actions, mean novelty)] episodes."""
   results = [[] for _ in range(num_envs)]
-  views = [set() for _ in range(num_envs)]
+  views = [collections.Counter() for _ in range(num_envs)]
   actions = [collections.Counter() for _ in range(num_envs)]
   novelty = [[] for _ in range(num_envs)]
   returns = np.zeros(num_envs)
@@ -74,15 +74,14 @@ def _run(policy, env, num_envs, episodes):
   while min(len(r) for r in results) < episodes:
     step = policy.action(time_step, state)
     observation = np.asarray(time_step.observation)
-    recorded = step.info.get(r2d2_policy.EPISODIC_NOVELTY) if isinstance(
-        step.info, dict) else None
     for k in range(num_envs):
       if time_step.is_last()[k]:
         continue
-      views[k].add(observation[k].tobytes())
+      views[k][observation[k].tobytes()] += 1
       actions[k][int(step.action[k])] += 1
-      if recorded is not None:
-        novelty[k].append(float(np.asarray(recorded)[k]))
+      # 1/sqrt(visits so far, this one included): what an episodic memory
+      # records, for any policy.
+      novelty[k].append(views[k][observation[k].tobytes()]**-0.5)
     next_time_step = env.step(step.action)
     for k in range(num_envs):
       if time_step.is_last()[k]:
@@ -90,11 +89,12 @@ def _run(policy, env, num_envs, episodes):
       returns[k] += float(next_time_step.reward[k])
       if next_time_step.is_last()[k]:
         # The LAST observation counts as seen too.
-        views[k].add(np.asarray(next_time_step.observation)[k].tobytes())
+        views[k][np.asarray(next_time_step.observation)[k].tobytes()] += 1
         results[k].append((returns[k], len(views[k]), actions[k],
-                           np.mean(novelty[k]) if novelty[k] else None))
+                           np.mean(novelty[k])))
         returns[k] = 0.0
-        views[k], actions[k], novelty[k] = set(), collections.Counter(), []
+        views[k], actions[k], novelty[k] = (collections.Counter(),
+                                            collections.Counter(), [])
     time_step, state = next_time_step, step.state
   return [r[:episodes] for r in results]
 
@@ -110,9 +110,8 @@ def _print(label, first_slot, results, extra=None):
             f'goal rate {goals:.2f}, return {mean_return:.2f}, distinct '
             f'views {distinct:.0f}, most taken action {top} '
             f'{top_count / sum(counts.values()):.2f}')
-    novelties = [n for _, _, _, n in episodes if n is not None]
-    if novelties:
-      line += f', mean episodic novelty {np.mean(novelties):.3f}'
+    line += (', mean episodic novelty '
+             f'{np.mean([n for _, _, _, n in episodes]):.3f}')
     print(line)
 
 
@@ -130,6 +129,8 @@ def main(argv):
   for actor in (int(a) for a in _ACTORS.value):
     first_slot = actor * num_envs
     env_seed = seed + READOUT_SEED_OFFSET + first_slot
+    # The epsilon draws follow TF's global seed: one readout, one result.
+    tf.random.set_seed(env_seed)
     collect_policy = agent.actor_collect_policy(actor, num_actors, num_envs)
     policy = py_tf_eager_policy.PyTFEagerPolicy(
         collect_policy, use_tf_function=True, batch_time_steps=False)
