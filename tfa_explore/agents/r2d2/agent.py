@@ -224,7 +224,8 @@ class R2D2Agent(tf_agent.TFAgent):
       intrinsic_reward: None, or an `intrinsic.IntrinsicReward` whose
         reward is added to the replayed rewards (see the module docstring).
         Its stream must be episodic (`non_episodic=False`): it shares the
-        Q value's discount and episode ends. Needed by a `q_network` with
+        Q value's episode ends (and, without an intrinsic head, its
+        discount; Q_I discounts by the component's `discount`). Needed by a `q_network` with
         an intrinsic head, which learns it apart (module docstring).
       intrinsic_arms: with an intrinsic head, `actor_collect_policy` gives
         each actor slot its own beta from 0 to coef (NGU's arms, Badia et
@@ -608,8 +609,8 @@ class R2D2Agent(tf_agent.TFAgent):
     next observations not seen earlier in the sequence's episode (burn-in
     included). With the component's episodic memory, r_i is NGU's: the
     episodic novelty the actor's policy recorded for each next observation
-    times the RND modulator. In order: the RND input statistics take the batch's real
-    observations, the rewards are computed (advancing the return
+    times the RND modulator. In order: the RND input statistics take the
+    batch's real observations, the rewards are computed (advancing the return
     statistics over the real transitions), then the predictor takes one
     step on those next observations.
     """
