@@ -19,8 +19,6 @@ hard_exploration_history.md uses it on the R2D2 + RND runs.
 """
 
 import collections
-import os
-import sys
 
 from absl import app
 from absl import flags
@@ -29,11 +27,10 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import r2d2_rollouts  # pylint: disable=g-import-not-at-top
+from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.environments import batched
 
-from tfa_explore.agents.r2d2 import policy as r2d2_policy  # pylint: disable=g-import-not-at-top,g-bad-import-order
-from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+import r2d2_rollouts  # benchmarks/r2d2_rollouts.py, next to this script.
 
 _ACTORS = flags.DEFINE_list('actors', ['0', '1'], 'Actor indices to run.')
 _EPISODES = flags.DEFINE_integer('episodes_per_slot', 2,

@@ -225,8 +225,9 @@ class R2D2Agent(tf_agent.TFAgent):
         reward is added to the replayed rewards (see the module docstring).
         Its stream must be episodic (`non_episodic=False`): it shares the
         Q value's episode ends (and, without an intrinsic head, its
-        discount; Q_I discounts by the component's `discount`). Needed by a `q_network` with
-        an intrinsic head, which learns it apart (module docstring).
+        discount; Q_I discounts by the component's `discount`). Needed
+        by a `q_network` with an intrinsic head, which learns it apart
+        (module docstring).
       intrinsic_arms: with an intrinsic head, `actor_collect_policy` gives
         each actor slot its own beta from 0 to coef (NGU's arms, Badia et
         al. 2020, appendix A; `policy.slot_intrinsic_weights`); False: every
@@ -351,9 +352,12 @@ class R2D2Agent(tf_agent.TFAgent):
     heads_fn = None
     if intrinsic_weight is not None:
       settings = self._td_settings
-      heads_fn = lambda heads: losses.mixed_action_values(  # pylint: disable=g-long-lambda
-          heads.extrinsic, heads.intrinsic, intrinsic_weight,
-          settings.rescale_values, settings.rescale_epsilon)
+
+      def heads_fn(heads):
+        return losses.mixed_action_values(
+            heads.extrinsic, heads.intrinsic, intrinsic_weight,
+            settings.rescale_values, settings.rescale_epsilon)
+
     component = self._intrinsic_reward
     time_step_spec, action_spec = self._policy_specs
     return r2d2_policy.R2D2Policy(
