@@ -41,9 +41,10 @@ def episode_trajectories(episode, collect_data_spec):
   """
   info_spec = collect_data_spec.policy_info
   action_dtype = tf.as_dtype(collect_data_spec.action.dtype).as_numpy_dtype
-  zero_state = tf.nest.map_structure(
-      lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype),
-      info_spec[r2d2_policy.NETWORK_STATE])
+  # Zero network state, and zeros for any other info (an episodic
+  # novelty), as for a demonstrator without that memory.
+  zero_info = tf.nest.map_structure(
+      lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), info_spec)
   reward_dtype = tf.as_dtype(
       info_spec[r2d2_policy.PREV_REWARD].dtype).as_numpy_dtype
   step_dtype = tf.as_dtype(collect_data_spec.step_type.dtype).as_numpy_dtype
@@ -53,13 +54,7 @@ def episode_trajectories(episode, collect_data_spec):
   for t in range(num_steps):
     last = t == num_steps - 1
     info = {
-        # Any other info (an episodic novelty): zeros, as for a demonstrator
-        # without that memory.
-        **{key: np.zeros(spec.shape, spec.dtype.as_numpy_dtype)
-           for key, spec in info_spec.items()
-           if key not in (r2d2_policy.NETWORK_STATE, r2d2_policy.PREV_ACTION,
-                          r2d2_policy.PREV_REWARD)},
-        r2d2_policy.NETWORK_STATE: zero_state,
+        **zero_info,
         r2d2_policy.PREV_ACTION: actions[t - 1] if t else action_dtype(0),
         r2d2_policy.PREV_REWARD: reward_dtype(episode.reward[t] if t else 0),
     }
