@@ -26,6 +26,7 @@ import gin
 import numpy as np
 import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
+from tf_agents.trajectories import policy_step
 
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
@@ -55,8 +56,7 @@ class _Uniform:
     del time_step
     action = self._rng.integers(self._spec.minimum, self._spec.maximum + 1,
                                 size=self._num_envs)
-    return collections.namedtuple('Step', 'action state info')(
-        action.astype(self._spec.dtype), state, {})
+    return policy_step.PolicyStep(action.astype(self._spec.dtype), state, {})
 
 
 def _run(policy, env, num_envs, episodes):
@@ -74,11 +74,12 @@ def _run(policy, env, num_envs, episodes):
     for k in range(num_envs):
       if time_step.is_last()[k]:
         continue
-      views[k][observation[k].tobytes()] += 1
+      view = observation[k].tobytes()
+      views[k][view] += 1
       actions[k][int(step.action[k])] += 1
       # 1/sqrt(visits so far, this one included): what an episodic memory
       # records, for any policy.
-      novelty[k].append(views[k][observation[k].tobytes()]**-0.5)
+      novelty[k].append(views[k][view]**-0.5)
     next_time_step = env.step(step.action)
     for k in range(num_envs):
       if time_step.is_last()[k]:

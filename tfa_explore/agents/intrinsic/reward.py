@@ -404,7 +404,7 @@ class RndIntrinsicReward(IntrinsicReward):
   def rewards(self, next_observations, update_statistics=False, mask=None,
               first_visits=None, episodic_novelty=None):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
-    if (episodic_novelty is None) != (not self._episodic_memory_size):
+    if (episodic_novelty is not None) != bool(self._episodic_memory_size):
       raise ValueError(
           'episodic_novelty is needed with an episodic memory and only with '
           f'one (episodic_memory_size = {self._episodic_memory_size}).')
