@@ -13,7 +13,11 @@ episodes each: the goal rate (return > 0), the mean return, the mean
 number of distinct observations per episode (exact bytes: the views the
 episodic memory counts), the most taken action's share and the mean
 episodic novelty per step, 1/sqrt(visits of the step's view in its episode
-so far), what NGU's memory records (the same for every policy).
+so far), what NGU's memory records (the same for every policy). On
+MiniGrid views (object, colour, state, ...) it also prints the share of
+episodes in which the agent carried a key and saw an open door, the two
+steps DoorKey asks for before its goal, and how often per episode it put
+a key down.
 
 hard_exploration_history.md uses it on the R2D2 + RND runs.
 """
@@ -30,6 +34,7 @@ from tf_agents.trajectories import policy_step
 
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
+from tfa_explore.environments import minigrid
 
 import r2d2_rollouts  # benchmarks/r2d2_rollouts.py, next to this script.
 
@@ -38,6 +43,36 @@ _EPISODES = flags.DEFINE_integer('episodes_per_slot', 2,
                                  'Episodes per env (slot) and policy.')
 # Far from the actors' (seed + slot) and the evals' (seed + 1000003 + j).
 READOUT_SEED_OFFSET = 2000003
+# MiniGrid's encoding (minigrid.core.constants): object and state indices,
+# and the agent's own cell in its 7x7 view, which shows what it carries.
+_KEY, _DOOR, _OPEN = 5, 4, 0
+_AGENT_CELL = (3, 6)
+
+
+def _indices(view):
+  """(7, 7, 3) (object, colour, state) indices of a preset view, or None."""
+  if view.ndim != 3 or view.shape[:2] != (7, 7):
+    return None
+  channels = view.shape[2]
+  if channels in (minigrid.num_channels(False, True),
+                  minigrid.num_channels(False, False)):
+    return view[..., :3]
+  if channels in (minigrid.num_channels(True, True),
+                  minigrid.num_channels(True, False)):
+    depths = np.cumsum((0,) + minigrid._index_depths())  # pylint: disable=protected-access
+    return np.stack([np.argmax(view[..., a:b], axis=-1)
+                     for a, b in zip(depths[:-1], depths[1:])], axis=-1)
+  return None
+
+
+def _milestones(view):
+  """(carries a key, sees an open door) of one MiniGrid view, or None."""
+  indices = _indices(view)
+  if indices is None:
+    return None
+  carries = indices[_AGENT_CELL][0] == _KEY
+  open_door = np.any((indices[..., 0] == _DOOR) & (indices[..., 2] == _OPEN))
+  return bool(carries), bool(open_door)
 
 
 class _Uniform:
@@ -60,8 +95,14 @@ class _Uniform:
 
 
 def _run(policy, env, num_envs, episodes):
-  """Per env: [(return, distinct views, actions, mean novelty)] episodes."""
+  """Per env: [(return, distinct views, actions, mean novelty, milestones)].
+
+  milestones: (carried a key, saw an open door, times it put a key down)
+  in the episode, or None for views that are not MiniGrid's.
+  """
   results = [[] for _ in range(num_envs)]
+  reached = [(False, False, 0)] * num_envs
+  carried = [False] * num_envs
   views = [collections.Counter() for _ in range(num_envs)]
   actions = [collections.Counter() for _ in range(num_envs)]
   novelty = [[] for _ in range(num_envs)]
@@ -80,6 +121,15 @@ def _run(policy, env, num_envs, episodes):
       # 1/sqrt(visits so far, this one included): what an episodic memory
       # records, for any policy.
       novelty[k].append(views[k][view]**-0.5)
+      marks = _milestones(observation[k])
+      if marks is None:
+        reached[k] = None
+      else:
+        # A key leaves the agent's cell only when the agent drops it.
+        drops = reached[k][2] + int(carried[k] and not marks[0])
+        reached[k] = (reached[k][0] or marks[0], reached[k][1] or marks[1],
+                      drops)
+        carried[k] = marks[0]
     next_time_step = env.step(step.action)
     for k in range(num_envs):
       if time_step.is_last()[k]:
@@ -89,8 +139,9 @@ def _run(policy, env, num_envs, episodes):
         # The LAST observation counts as seen too.
         views[k][np.asarray(next_time_step.observation)[k].tobytes()] += 1
         results[k].append((returns[k], len(views[k]), actions[k],
-                           np.mean(novelty[k])))
+                           np.mean(novelty[k]), reached[k]))
         returns[k] = 0.0
+        reached[k], carried[k] = (False, False, 0), False
         views[k], actions[k], novelty[k] = (collections.Counter(),
                                             collections.Counter(), [])
     time_step, state = next_time_step, step.state
@@ -99,17 +150,21 @@ def _run(policy, env, num_envs, episodes):
 
 def _print(label, first_slot, results, extra=None):
   for k, episodes in enumerate(results):
-    goals = np.mean([r > 0 for r, _, _, _ in episodes])
-    mean_return = np.mean([r for r, _, _, _ in episodes])
-    distinct = np.mean([v for _, v, _, _ in episodes])
-    counts = sum((a for _, _, a, _ in episodes), collections.Counter())
+    goals = np.mean([e[0] > 0 for e in episodes])
+    mean_return = np.mean([e[0] for e in episodes])
+    distinct = np.mean([e[1] for e in episodes])
+    counts = sum((e[2] for e in episodes), collections.Counter())
     top, top_count = counts.most_common(1)[0]
     line = (f'{label} slot {first_slot + k:2d}{extra[k] if extra else ""}: '
             f'goal rate {goals:.2f}, return {mean_return:.2f}, distinct '
             f'views {distinct:.0f}, most taken action {top} '
             f'{top_count / sum(counts.values()):.2f}')
     line += (', mean episodic novelty '
-             f'{np.mean([n for _, _, _, n in episodes]):.3f}')
+             f'{np.mean([e[3] for e in episodes]):.3f}')
+    if episodes[0][4] is not None:
+      line += (f', key carried {np.mean([e[4][0] for e in episodes]):.2f}'
+               f', door open {np.mean([e[4][1] for e in episodes]):.2f}'
+               f', key drops {np.mean([e[4][2] for e in episodes]):.1f}')
     print(line)
 
 

@@ -1,8 +1,8 @@
 r"""R2D2's learner step and the shipped run's pace, three ways.
 
-  .venv/bin/python benchmarks/r2d2_speed.py [--measure=learner,run]
+  .venv/bin/python benchmarks/r2d2_speed.py [--measure=learner,run,layout]
       [--gin_file=gin/r2d2/stateless_cartpole.gin] [--repeats=5]
-      [--run_repeats=2]
+      [--run_repeats=2] [--layouts=2x8,1x16]
 
 The three (`_VARIANTS`, bindings of `r2d2.r2d2_agent_fn`): the LSTM as a
 `tf.while_loop` (`static_unroll=False`, the unroll before 5dc5d09), unrolled
@@ -20,6 +20,10 @@ step by step (the default), and the learner's loss under XLA
   times, interleaved; env steps and learner steps per second (the
   median of the progress lines after the first, which holds start-up)
   and the CPU seconds of the whole process tree.
+* `layout`: the same runs as `run`, each with the gin file's learner and
+  one actor layout of --layouts, `<num_actors>x<envs_per_actor>[:thread]`
+  (actor processes, or threads of the learner's process; the same 16
+  epsilon slots and env seeds when the product is 16), interleaved.
 * `processes`: one run of the gin file as shipped; the cores each of its
   processes (learner with the Reverb server, actors) used over a window
   (`--window_start`, `--window`). Needs psutil (the `bench` extra).
@@ -49,6 +53,10 @@ _WINDOW_START = flags.DEFINE_integer(
     'window_start', 45, '`processes`: seconds after launch the window opens.')
 _WINDOW = flags.DEFINE_integer('window', 30,
                                '`processes`: the window, in seconds.')
+_LAYOUTS = flags.DEFINE_list(
+    'layouts', ['2x8', '1x16'],
+    '`layout`: <num_actors>x<envs_per_actor>[:thread] actor layouts to '
+    'compare (actor processes unless :thread).')
 _RUN_REPEATS = flags.DEFINE_integer('run_repeats', 2,
                                     'Interleaved runs of each variant.')
 
@@ -143,15 +151,39 @@ def _run_command(root_dir, bindings):
        'r2d2.Settings.num_eval_episodes = 1'] + list(bindings))
 
 
-def measure_run():
+def _variant_bindings():
+  """label -> gin bindings of the `run` measure."""
+  return {label: [f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
+                  f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}']
+          for label, (jit_compile, static_unroll) in _VARIANTS.items()}
+
+
+def _layout_bindings():
+  """label -> gin bindings of the `layout` measure."""
+  variants = {}
+  for layout in _LAYOUTS.value:
+    shape, _, mode = layout.partition(':')
+    mode = mode or 'process'
+    try:
+      num_actors, envs = (int(n) for n in shape.split('x'))
+    except ValueError as e:
+      raise app.UsageError(f'--layouts: {layout!r} is not '
+                           '<num_actors>x<envs_per_actor>[:mode]') from e
+    variants[f'{num_actors} actor {mode}(es) x {envs} envs'] = [
+        f'r2d2.Settings.num_actors = {num_actors}',
+        f'r2d2.Settings.envs_per_actor = {envs}',
+        f"r2d2.Settings.actor_mode = '{mode}'"]
+  return variants
+
+
+def measure_run(variants, baseline):
+  """Interleaved runs of each variant (label -> gin bindings)."""
   workdir = tempfile.mkdtemp(prefix='r2d2_speed_')
-  runs = {label: [] for label in _VARIANTS}
+  runs = {label: [] for label in variants}
   for repeat in range(_RUN_REPEATS.value):
-    for label, (jit_compile, static_unroll) in _VARIANTS.items():
+    for label, bindings in variants.items():
       root_dir = os.path.join(workdir, f'{label.replace(" ", "_")}_{repeat}')
-      command = _run_command(root_dir, [
-          f'r2d2.r2d2_agent_fn.jit_compile = {jit_compile}',
-          f'r2d2.r2d2_agent_fn.static_unroll = {static_unroll}'])
+      command = _run_command(root_dir, bindings)
       log_path = root_dir + '.log'
       cpu = _children_cpu_seconds()
       seconds, _ = common.run_logged(command, log_path)
@@ -182,10 +214,11 @@ def measure_run():
     print(f'| {label} | {env:,.0f} | {learner:.1f} | {seconds:.0f} | '
           f'{cpu:.0f} |')
   for label in runs:
-    if label != _BASELINE:
-      print(f'ratio {label} / {_BASELINE}: env steps/s '
-            f'{medians[label][0] / medians[_BASELINE][0]:.2f}, learner '
-            f'steps/s {medians[label][1] / medians[_BASELINE][1]:.2f}',
+    if label != baseline:
+      print(f'ratio {label} / {baseline}: env steps/s '
+            f'{medians[label][0] / medians[baseline][0]:.2f}, learner '
+            f'steps/s {medians[label][1] / medians[baseline][1]:.2f}, CPU s '
+            f'{medians[label][3] / medians[baseline][3]:.2f}',
             flush=True)
 
 
@@ -239,7 +272,10 @@ def main(argv):
   if 'learner' in _MEASURE.value:
     measure_learner()
   if 'run' in _MEASURE.value:
-    measure_run()
+    measure_run(_variant_bindings(), _BASELINE)
+  if 'layout' in _MEASURE.value:
+    layouts = _layout_bindings()
+    measure_run(layouts, next(iter(layouts)))
   if 'processes' in _MEASURE.value:
     measure_processes()
   print(f'load average after: {os.getloadavg()}', flush=True)
