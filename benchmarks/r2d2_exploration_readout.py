@@ -27,6 +27,7 @@ import collections
 from absl import app
 from absl import flags
 import gin
+from minigrid.core import constants as minigrid_constants
 import numpy as np
 import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
@@ -43,34 +44,22 @@ _EPISODES = flags.DEFINE_integer('episodes_per_slot', 2,
                                  'Episodes per env (slot) and policy.')
 # Far from the actors' (seed + slot) and the evals' (seed + 1000003 + j).
 READOUT_SEED_OFFSET = 2000003
-# MiniGrid's encoding (minigrid.core.constants): object and state indices,
-# and the agent's own cell in its 7x7 view, which shows what it carries.
-_KEY, _DOOR, _OPEN = 5, 4, 0
-_AGENT_CELL = (3, 6)
-
-
-def _indices(view):
-  """(7, 7, 3) (object, colour, state) indices of a preset view, or None."""
-  if view.ndim != 3 or view.shape[:2] != (7, 7):
-    return None
-  channels = view.shape[2]
-  if channels in (minigrid.num_channels(False, True),
-                  minigrid.num_channels(False, False)):
-    return view[..., :3]
-  if channels in (minigrid.num_channels(True, True),
-                  minigrid.num_channels(True, False)):
-    depths = np.cumsum((0,) + minigrid._index_depths())  # pylint: disable=protected-access
-    return np.stack([np.argmax(view[..., a:b], axis=-1)
-                     for a, b in zip(depths[:-1], depths[1:])], axis=-1)
-  return None
+_KEY = minigrid_constants.OBJECT_TO_IDX['key']
+_DOOR = minigrid_constants.OBJECT_TO_IDX['door']
+_OPEN = minigrid_constants.STATE_TO_IDX['open']
 
 
 def _milestones(view):
-  """(carries a key, sees an open door) of one MiniGrid view, or None."""
-  indices = _indices(view)
-  if indices is None:
+  """(carries a key, sees an open door) of one MiniGrid 7x7 view, or None."""
+  if view.ndim != 3 or view.shape[:2] != (7, 7):
     return None
-  carries = indices[_AGENT_CELL][0] == _KEY
+  try:
+    indices = minigrid.cell_indices(view)
+  except ValueError:  # Not one of the MiniGrid presets' encodings.
+    return None
+  # The agent's own cell (middle of the view's last row, MiniGrid's
+  # egocentric layout) shows what it carries.
+  carries = indices[view.shape[0] // 2, view.shape[1] - 1, 0] == _KEY
   open_door = np.any((indices[..., 0] == _DOOR) & (indices[..., 2] == _OPEN))
   return bool(carries), bool(open_door)
 

@@ -169,7 +169,7 @@ def _layout_bindings():
     except ValueError as e:
       raise app.UsageError(f'--layouts: {layout!r} is not '
                            '<num_actors>x<envs_per_actor>[:mode]') from e
-    variants[f'{num_actors} actor {mode}(es) x {envs} envs'] = [
+    variants[f'{num_actors} x {envs} envs, actor {mode}'] = [
         f'r2d2.Settings.num_actors = {num_actors}',
         f'r2d2.Settings.envs_per_actor = {envs}',
         f"r2d2.Settings.actor_mode = '{mode}'"]

@@ -69,6 +69,23 @@ class MiniGridTest(parameterized.TestCase):
     np.testing.assert_array_equal(one_hot[..., 21:25].argmax(-1),
                                   indices[..., 3])
 
+  @parameterized.product(one_hot=(False, True),
+                          include_direction=(False, True))
+  def test_cell_indices_invert_the_encoding(self, one_hot, include_direction):
+    indices = minigrid.load(DOOR_KEY, seed=1).reset().observation[..., :3]
+    observation = minigrid.load(
+        DOOR_KEY, seed=1, one_hot=one_hot,
+        include_direction=include_direction).reset().observation
+    np.testing.assert_array_equal(minigrid.cell_indices(observation), indices)
+    # Any leading dimensions (a batch of views).
+    np.testing.assert_array_equal(
+        minigrid.cell_indices(np.stack([observation] * 2)),
+        np.stack([indices] * 2))
+
+  def test_cell_indices_name_an_unknown_channel_count(self):
+    with self.assertRaisesRegex(ValueError, r'got shape \(7, 7, 5\)'):
+      minigrid.cell_indices(np.zeros((7, 7, 5), np.uint8))
+
   def test_one_hot_without_direction(self):
     env = minigrid.load(EMPTY_5X5, seed=0, one_hot=True,
                         include_direction=False)

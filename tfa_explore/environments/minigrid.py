@@ -31,7 +31,8 @@ Each step's info dict carries `agent_pos` (x, y) and `agent_dir`, so an
 `encode_observation` is the encoding itself, a function of one gymnasium
 observation; `load` applies it through `ImageDirectionObservation`, and a
 policy exported from a MiniGrid run acts on a plain gymnasium MiniGrid env
-through it (docs/exported_policies.md).
+through it (docs/exported_policies.md). `cell_indices` reads the
+(object, colour, state) indices back from any of its encodings.
 """
 
 from typing import Any, Callable, Dict, Optional, Sequence
@@ -128,6 +129,36 @@ def encode_observation(observation: Dict[str, Any], one_hot: bool = False,
     planes.append(np.broadcast_to(direction_one_hot,
                                   (height, width, NUM_DIRECTIONS)))
   return np.concatenate(planes, axis=-1)
+
+
+def cell_indices(observation: np.ndarray) -> np.ndarray:
+  """The (object, colour, state) indices of an encoded observation.
+
+  The inverse of `encode_observation` for its cell channels, whichever of
+  its options made the array (told apart by C: 3 or 4 indices, or
+  `num_channels(one_hot=True, ...)` 0/1 planes); the direction is dropped.
+
+  Args:
+    observation: uint8 (..., H, W, C) from `encode_observation` or `load`.
+
+  Returns:
+    int (..., H, W, 3) MiniGrid indices (minigrid.core.constants).
+
+  Raises:
+    ValueError: if C is none of `encode_observation`'s.
+  """
+  observation = np.asarray(observation)
+  channels = observation.shape[-1]
+  if channels in (num_channels(False, True), num_channels(False, False)):
+    return observation[..., :3].astype(np.int64)
+  if channels in (num_channels(True, True), num_channels(True, False)):
+    bounds = np.cumsum((0,) + _index_depths())
+    return np.stack([np.argmax(observation[..., a:b], axis=-1)
+                     for a, b in zip(bounds[:-1], bounds[1:])], axis=-1)
+  raise ValueError(
+      f'An encoded MiniGrid observation has {num_channels(False, False)}, '
+      f'{num_channels(False, True)}, {num_channels(True, False)} or '
+      f'{num_channels(True, True)} channels, got shape {observation.shape}.')
 
 
 class ImageDirectionObservation(gym.ObservationWrapper):
