@@ -4,11 +4,15 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.experiments.r2d2 import builder
+from tfa_explore.networks import rnd_networks
 from tfa_explore.replay import demonstrations
 from tfa_explore.testing import r2d2 as support
 from tfa_explore.testing import r2d3 as r2d3_support
@@ -26,6 +30,30 @@ def _empty_memory(batch_size, capacity):
 def _episodic_component(**kwargs):
   kwargs.setdefault('episodic_memory_size', 8)
   return support.rnd_component(coef=0.5, **kwargs)
+
+
+def _small_embedding(input_spec, num_actions, **kwargs):
+  return embedding_lib.ControllableEmbedding(
+      input_spec, num_actions,
+      embedding_net=rnd_networks.RndNetwork(
+          input_spec, torso_fc_layer_params=(8,), output_dim=4),
+      inverse_net=rnd_networks.RndNetwork(
+          tf.TensorSpec([8]), head_fc_layer_params=(8,),
+          output_dim=num_actions),
+      optimizer=tf.keras.optimizers.Adam(1e-2), **kwargs)
+
+
+def _embedding_component(**kwargs):
+  action_spec = tensor_spec.from_spec(support.counting_env().action_spec())
+  return _episodic_component(episodic_embedding_fn=_small_embedding,
+                             action_spec=action_spec, **kwargs)
+
+
+def _empty_knn_memory(batch_size, capacity, dim):
+  return {'embeddings': tf.zeros([batch_size, capacity, dim]),
+          'size': tf.zeros([batch_size], tf.int32),
+          'distance_mean': tf.zeros([batch_size]),
+          'distance_count': tf.zeros([batch_size])}
 
 
 class EpisodicVisitCountsTest(support.TestCase):
@@ -152,6 +180,165 @@ class NguRewardTest(support.TestCase):
                                'Intrinsic/reward_normalized_mean'}, tags)
     self.assertNotIn('Intrinsic/return_std', tags)
 
+
+
+class EpisodicKnnNoveltyTest(support.TestCase):
+
+  def _novelties(self, embeddings, firsts, capacity=8, **kwargs):
+    memory = _empty_knn_memory(len(embeddings[0]), capacity,
+                               len(embeddings[0][0]))
+    novelties = []
+    for embedding, first in zip(embeddings, firsts):
+      novelty, memory = maths.episodic_knn_novelty(
+          tf.constant(embedding, tf.float32), tf.constant(first), memory,
+          **kwargs)
+      novelties.append(novelty.numpy())
+    return np.array(novelties), memory
+
+  def test_repeats_give_one_over_root_visits_up_to_k(self):
+    # Env 0 sees the same point 5 times; env 1 a far point each step.
+    embeddings = [[[0.0, 0.0], [10.0 * t, 0.0]] for t in range(5)]
+    firsts = [[True, True]] + [[False, False]] * 4
+    novelties, _ = self._novelties(embeddings, firsts, num_neighbors=4)
+    c = 1e-3
+    # At most k = 4 neighbours, the step's own included.
+    self.assertAllClose(novelties[:, 0],
+                        [1 / (np.sqrt(n) + c) for n in (1, 2, 3, 4, 4)],
+                        rtol=1e-5)
+    # Distances equal to their running mean: K = eps / (1 - xi + eps).
+    self.assertAllClose(novelties[0, 1], 1 / (1 + c))
+    self.assertLess(novelties[1:, 1].max(), 1 / (1 + c) + 1e-6)
+    self.assertGreater(novelties[1:, 1].min(), 0.99)
+
+  def test_a_sharp_kernel_counts_like_exact_visits(self):
+    # Views a b a a b c: distances 0 or >= the running mean.
+    points = {'a': [0.0, 0.0], 'b': [1.0, 0.0], 'c': [0.0, 1.0]}
+    views = 'abaabc'
+    novelties, _ = self._novelties([[points[v]] for v in views],
+                                   [[True]] + [[False]] * 5)
+    visits = [views[:i + 1].count(v) for i, v in enumerate(views)]
+    self.assertAllClose(novelties[:, 0],
+                        [1 / (np.sqrt(n) + 1e-3) for n in visits], atol=2e-3)
+
+  def test_an_episode_start_empties_the_memory_but_keeps_the_mean(self):
+    embeddings = [[[0.0]], [[2.0]], [[0.0]], [[0.0]]]
+    firsts = [[True], [False], [True], [False]]
+    novelties, memory = self._novelties(embeddings, firsts)
+    self.assertAllClose(novelties[2, 0], 1 / (1 + 1e-3))
+    self.assertAllClose(novelties[3, 0], 1 / (np.sqrt(2) + 1e-3))
+    self.assertEqual(int(memory['size'][0]), 2)
+    # Steps 1 and 3 had neighbours: squared distances 4 and 0.
+    self.assertAllClose(memory['distance_mean'], [2.0])
+    self.assertAllClose(memory['distance_count'], [2.0])
+
+  def test_a_full_memory_compares_but_does_not_store(self):
+    embeddings = [[[float(t)]] for t in range(4)] + [[[3.0]]]
+    novelties, memory = self._novelties(embeddings, [[False]] * 5,
+                                        capacity=2)
+    self.assertEqual(int(memory['size'][0]), 2)
+    self.assertAllClose(memory['embeddings'][0, :, 0], [0.0, 1.0])
+    # 3.0 was not stored: its repeat is as new as its first visit.
+    self.assertGreater(float(novelties[4, 0]), 0.99)
+
+  def test_above_the_maximum_similarity_the_novelty_is_zero(self):
+    novelties, _ = self._novelties([[[0.0]]] * 3, [[True], [False], [False]],
+                                   max_similarity=1.5)
+    self.assertAllClose(novelties[:, 0], [1 / (1 + 1e-3), 1 / (np.sqrt(2) +
+                                                              1e-3), 0.0])
+
+
+class ControllableEmbeddingTest(support.TestCase):
+
+  def test_it_learns_to_name_the_action(self):
+    # x_{t+1} = x_t + one_hot(a_t): the action is in the difference.
+    tf.keras.utils.set_random_seed(0)
+    embedding = _small_embedding(tf.TensorSpec([3]), 3)
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(64, 3)).astype(np.float32)
+    actions = rng.integers(3, size=64)
+    next_inputs = inputs + np.eye(3, dtype=np.float32)[actions]
+    mask = tf.ones([64])
+    first_loss, first_accuracy = embedding.loss(inputs, next_inputs, actions,
+                                                mask)
+    for _ in range(300):
+      loss, _ = embedding.train_step(inputs, next_inputs, actions, mask)
+    _, accuracy = embedding.loss(inputs, next_inputs, actions, mask)
+    self.assertLess(float(loss), 0.3 * float(first_loss))
+    self.assertGreater(float(accuracy), 0.95)
+    self.assertLess(float(first_accuracy), 0.8)
+
+  def test_networks_that_do_not_fit_are_refused(self):
+    spec = tf.TensorSpec([3])
+    with self.assertRaisesRegex(ValueError, 'must give 3 logits'):
+      embedding_lib.ControllableEmbedding(
+          spec, 3,
+          embedding_net=rnd_networks.RndNetwork(spec, output_dim=4),
+          inverse_net=rnd_networks.RndNetwork(tf.TensorSpec([8]),
+                                              output_dim=2))
+
+  def test_an_embedding_needs_a_memory_and_the_actions(self):
+    with self.assertRaisesRegex(ValueError, 'episodic_memory_size > 0'):
+      _embedding_component(episodic_memory_size=0)
+    with self.assertRaisesRegex(ValueError, 'action_spec'):
+      _episodic_component(episodic_embedding_fn=_small_embedding)
+
+
+class EmbeddingInR2D2Test(support.TestCase):
+
+  def test_the_policy_keeps_embeddings_and_reads_the_embedding_net(self):
+    component = _embedding_component()
+    agent = support.make_agent(intrinsic_reward=component)
+    policy = agent.collect_policy
+    memory_spec = policy.policy_state_spec[r2d2_policy.EPISODIC_MEMORY]
+    self.assertEqual(memory_spec['embeddings'].shape.as_list(), [8, 4])
+    embedding_net = component.episodic_embedding.embedding_net
+    policy_variables = {id(v) for v in policy.variables()}
+    self.assertTrue(all(id(v) in policy_variables
+                        for v in embedding_net.variables))
+    # Env 0 sees 0 0 0 (one point, three visits); the novelty is recorded.
+    state = policy.get_initial_state(1)
+    novelty = []
+    for step_type in (F, M, M):
+      time_step = ts.TimeStep(
+          step_type=tf.constant([step_type], tf.int32), reward=tf.zeros([1]),
+          discount=tf.ones([1]), observation=tf.zeros([1, 1]))
+      step = policy.action(time_step, state)
+      state = step.state
+      novelty.append(float(step.info[r2d2_policy.EPISODIC_NOVELTY][0]))
+    self.assertAllClose(novelty, [1 / (np.sqrt(n) + 1e-3) for n in (1, 2, 3)])
+
+  def test_the_learner_trains_it_and_checkpoints_it(self):
+    component = _embedding_component()
+    agent = support.make_agent(intrinsic_reward=component)
+    embedding_net = component.episodic_embedding.embedding_net
+    before = [v.numpy() for v in embedding_net.variables]
+    sequences = support.random_sequences(agent, STEP_TYPES, seed=4)
+    logdir = self.get_temp_dir()
+    with tf.summary.create_file_writer(logdir).as_default():
+      agent.train(sequences)
+    after = [v.numpy() for v in embedding_net.variables]
+    self.assertFalse(all(np.allclose(a, b) for a, b in zip(before, after)))
+    self.assertContainsSubset(
+        {'Losses/embedding_loss', 'Intrinsic/action_prediction_accuracy'},
+        support.summary_tags(logdir))
+    path = tf.train.Checkpoint(agent=agent).save(
+        os.path.join(self.get_temp_dir(), 'ckpt'))
+    restored = support.make_agent(intrinsic_reward=_embedding_component())
+    tf.train.Checkpoint(agent=restored).restore(path)
+    self.assertAllClose(
+        after, [v.numpy() for v in
+                restored.intrinsic_reward.episodic_embedding.embedding_net
+                .variables])
+
+  def test_actors_receive_the_embedding_with_the_q_network(self):
+    agent = support.make_agent(intrinsic_reward=_embedding_component())
+    nest = builder.SharedState(agent).nest()
+    self.assertEqual(
+        [id(v) for v in nest['intrinsic']],
+        [id(v) for v in
+         agent.intrinsic_reward.episodic_embedding.embedding_net.variables])
+    counts_agent = support.make_agent(intrinsic_reward=_episodic_component())
+    self.assertNotIn('intrinsic', builder.SharedState(counts_agent).nest())
 
 
 class IntrinsicArmsTest(support.TestCase):

@@ -162,7 +162,8 @@ class FactoryTest(support.TestCase):
              tensor_spec.from_spec(env.action_spec()))
     kwargs = support.FACTORY_KWARGS
     agents = []
-    for bonus in (None, lambda observation_spec: support.rnd_component()):
+    for bonus in (None, lambda observation_spec, action_spec: (
+        support.rnd_component())):
       tf.keras.utils.set_random_seed(1)
       agents.append(builder.r2d2_agent_fn(
           *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),

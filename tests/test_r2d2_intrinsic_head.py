@@ -235,7 +235,8 @@ class FactoryTest(support.TestCase):
     kwargs = support.FACTORY_KWARGS
     agent = builder.r2d2_agent_fn(
         *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),
-        intrinsic_reward=lambda observation_spec: support.rnd_component(coef=COEF),
+        intrinsic_reward=lambda observation_spec, action_spec: (
+            support.rnd_component(coef=COEF)),
         intrinsic_q_head=True, **kwargs)
     self.assertTrue(agent.has_intrinsic_head)
     self.assertTrue(agent.q_network.has_intrinsic_head)

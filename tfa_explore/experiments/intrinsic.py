@@ -5,21 +5,27 @@
 binds it as `intrinsic_reward = @intrinsic.rnd_intrinsic_reward` and calls
 it with the environment's observation spec: `rnd_ppo.rnd_ppo_agent`
 (RND-PPO) and `r2d2.r2d2_agent_fn` (R2D2 and R2D3 with an exploration
-bonus). Every setting that changes results is `gin.REQUIRED`, except
-R2D2's episodic memory (NGU's reward), off unless a file binds it.
+bonus). `intrinsic.controllable_embedding` builds NGU's learned embedding
+for R2D2's episodic memory. Every setting that changes results is
+`gin.REQUIRED`, except R2D2's episodic memory (NGU's reward) and its
+embedding, off unless a file binds them, and the paper's k-NN kernel
+constants.
 """
 
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import gin
 import tensorflow as tf
 
+from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import reward as intrinsic
+from tfa_explore.networks import rnd_networks
 
 REQUIRED = gin.REQUIRED
 
 
-@gin.configurable(module='intrinsic', denylist=['observation_spec'])
+@gin.configurable(module='intrinsic',
+                  denylist=['observation_spec', 'action_spec'])
 def rnd_intrinsic_reward(
     observation_spec,
     coef: float = REQUIRED,
@@ -36,6 +42,8 @@ def rnd_intrinsic_reward(
     episodic_memory_size: int = 0,
     max_modulator: float = 5.0,
     observation_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
+    episodic_embedding_fn: Optional[Callable[..., object]] = None,
+    action_spec=None,
 ) -> intrinsic.RndIntrinsicReward:
   """Builds the RND intrinsic reward (creates its networks' variables).
 
@@ -69,6 +77,11 @@ def rnd_intrinsic_reward(
     max_modulator: L, the clip of NGU's RND modulator (paper: 5).
     observation_fn: Picks the RND input from the observation (e.g.
       `@last_frame` for frame stacks); None: the observation itself.
+    episodic_embedding_fn: None (the episodic memory counts exact
+      observations), or `@intrinsic.controllable_embedding` (not called:
+      gin passes the function): NGU's learned embedding and its k-NN.
+    action_spec: The agent's action spec (passed by R2D2's factory; the
+      embedding's classifier needs it).
 
   Returns:
     A `RndIntrinsicReward`.
@@ -88,4 +101,66 @@ def rnd_intrinsic_reward(
       predictor_update_proportion=predictor_update_proportion,
       first_visits_only=first_visits_only,
       episodic_memory_size=episodic_memory_size,
-      max_modulator=max_modulator)
+      max_modulator=max_modulator,
+      episodic_embedding_fn=episodic_embedding_fn,
+      action_spec=action_spec)
+
+
+@gin.configurable(module='intrinsic',
+                  denylist=['input_spec', 'num_actions'])
+def controllable_embedding(
+    input_spec,
+    num_actions,
+    fc_layer_params: Sequence[int] = REQUIRED,
+    embedding_dim: int = REQUIRED,
+    inverse_fc_layer_params: Sequence[int] = REQUIRED,
+    learning_rate: float = REQUIRED,
+    adam_epsilon: float = REQUIRED,
+    num_neighbors: int = REQUIRED,
+    kernel_epsilon: float = 1e-4,
+    cluster_distance: float = 0.008,
+    pseudo_count: float = 1e-3,
+    max_similarity: float = 8.0,
+) -> embedding_lib.ControllableEmbedding:
+  """NGU's controllable state f and its action classifier h (MLPs).
+
+  Bind `intrinsic.rnd_intrinsic_reward.episodic_embedding_fn =
+  @intrinsic.controllable_embedding`; the intrinsic reward calls it with
+  its input spec and the number of actions.
+
+  Args:
+    input_spec: Spec of the intrinsic reward's input (unnormalised).
+    num_actions: Actions h chooses from.
+    fc_layer_params: f's leaky-ReLU hidden layers.
+    embedding_dim: d, f's linear output (paper: 32).
+    inverse_fc_layer_params: h's ReLU hidden layers over (f(x_t),
+      f(x_{t+1})) (paper: one of 128).
+    learning_rate: Adam learning rate of f and h (paper: 5e-4).
+    adam_epsilon: Adam epsilon of f and h.
+    num_neighbors: k of the kernel, the step's own embedding included
+      (paper: 10).
+    kernel_epsilon: eps of the kernel (paper: 1e-4).
+    cluster_distance: xi (paper: 0.008).
+    pseudo_count: c (paper: 1e-3).
+    max_similarity: s_m (paper: 8).
+
+  Returns:
+    A `ControllableEmbedding`.
+  """
+  return embedding_lib.ControllableEmbedding(
+      input_spec,
+      num_actions,
+      embedding_net=rnd_networks.RndNetwork(
+          input_spec, torso_fc_layer_params=tuple(fc_layer_params),
+          output_dim=embedding_dim, name='EmbeddingNetwork'),
+      inverse_net=rnd_networks.RndNetwork(
+          tf.TensorSpec([2 * embedding_dim], tf.float32),
+          head_fc_layer_params=tuple(inverse_fc_layer_params),
+          output_dim=num_actions, name='InverseDynamicsNetwork'),
+      optimizer=tf.keras.optimizers.Adam(learning_rate=learning_rate,
+                                         epsilon=adam_epsilon),
+      num_neighbors=num_neighbors,
+      kernel_epsilon=kernel_epsilon,
+      cluster_distance=cluster_distance,
+      pseudo_count=pseudo_count,
+      max_similarity=max_similarity)

@@ -170,3 +170,104 @@ def ngu_modulator(errors, mean, std, max_modulator):
   """
   alpha = 1.0 + (errors - mean) / tf.maximum(std, 1e-8)
   return tf.clip_by_value(alpha, 1.0, max_modulator)
+
+
+def episodic_knn_novelty(embeddings, is_first, memory, num_neighbors=10,
+                         kernel_epsilon=1e-4, cluster_distance=0.008,
+                         pseudo_count=1e-3, max_similarity=8.0,
+                         distance_mean_rate=0.01):
+  """NGU's episodic novelty of embeddings: one step of the k-NN memory.
+
+  Badia et al. 2020 (arXiv 2002.06038), section 2 and appendix A.1: each
+  environment keeps the embeddings of its current episode; the novelty of
+  embedding e is `1 / s`, `s = sqrt(sum_i K(e, n_i)) + c` over its k
+  nearest neighbours n_i, with the kernel `K = eps / (d_n + eps)` of the
+  squared distance divided by a running mean of the neighbours' squared
+  distances, less the cluster distance (`d_n = max(d^2 / d_m^2 - xi, 0)`),
+  and 0 where `s` exceeds the maximum similarity. The step's own
+  embedding counts as its nearest neighbour (K = 1), so a view far from
+  all others gets `1 / (1 + c)` and one at distance 0 of n - 1 others
+  `1 / (sqrt(n) + c)`: `1/sqrt(visits)`, the exact counts' value, in the
+  limit of a sharp kernel. The running mean `d_m^2` is each env's, kept
+  across episodes: a running average of the step means, then an
+  exponential one of rate `distance_mean_rate`. Once K embeddings are held,
+  new ones are compared but not stored.
+
+  Args:
+    embeddings: `[B, d]` float32 embeddings of this step's observations.
+    is_first: `[B]` bool, the step starts an episode (empties the memory).
+    memory: `{'embeddings': [B, K, d] float32, 'size': [B] int32,
+      'distance_mean': [B] float32, 'distance_count': [B] float32}` before
+      this step (zeros: empty).
+    num_neighbors: k, this step's embedding included (paper: 10).
+    kernel_epsilon: eps of the kernel (paper: 1e-4).
+    cluster_distance: xi (paper: 0.008).
+    pseudo_count: c (paper: 1e-3).
+    max_similarity: s_m (paper: 8).
+    distance_mean_rate: smallest weight of a step in `d_m^2`.
+
+  Returns:
+    `(novelty [B] float32, memory)`: the novelty and the memory after
+    this step.
+  """
+  embeddings = tf.convert_to_tensor(embeddings, tf.float32)
+  stored = memory['embeddings']
+  size = tf.where(is_first, tf.zeros_like(memory['size']), memory['size'])
+  capacity = stored.shape[1]
+  slots = tf.range(capacity)[None, :]
+  held = slots < size[:, None]
+  squared = tf.reduce_sum(tf.square(stored - embeddings[:, None, :]), axis=-1)
+  neighbors = min(num_neighbors - 1, capacity)
+  if neighbors > 0:
+    nearest = -tf.math.top_k(
+        tf.where(held, -squared, tf.fill(tf.shape(squared), -float('inf'))),
+        k=neighbors).values
+    valid = tf.math.is_finite(nearest)
+  else:
+    nearest = tf.zeros([tf.shape(embeddings)[0], 0])
+    valid = tf.zeros_like(nearest, tf.bool)
+  nearest = tf.where(valid, nearest, tf.zeros_like(nearest))
+  num_valid = tf.reduce_sum(tf.cast(valid, tf.float32), axis=1)
+  seen = num_valid > 0
+  step_mean = tf.reduce_sum(nearest, axis=1) / tf.maximum(num_valid, 1.0)
+  count = memory['distance_count'] + tf.cast(seen, tf.float32)
+  rate = tf.maximum(1.0 / tf.maximum(count, 1.0), distance_mean_rate)
+  old_mean = memory['distance_mean']
+  mean = tf.where(seen, old_mean + rate * (step_mean - old_mean), old_mean)
+  normalized = tf.maximum(
+      nearest / tf.maximum(mean[:, None], 1e-12) - cluster_distance, 0.0)
+  kernel = tf.where(valid, kernel_epsilon / (normalized + kernel_epsilon),
+                    tf.zeros_like(normalized))
+  similarity = tf.sqrt(1.0 + tf.reduce_sum(kernel, axis=1)) + pseudo_count
+  novelty = tf.where(similarity > max_similarity, tf.zeros_like(similarity),
+                     1.0 / similarity)
+  insert = size < capacity
+  inserted = tf.logical_and(tf.equal(slots, size[:, None]), insert[:, None])
+  new_memory = {
+      'embeddings': tf.where(inserted[:, :, None], embeddings[:, None, :],
+                             stored),
+      'size': size + tf.cast(insert, size.dtype),
+      'distance_mean': mean,
+      'distance_count': count,
+  }
+  return novelty, new_memory
+
+
+def inverse_dynamics_loss(logits, actions, mask):
+  """NGU's action prediction loss: masked mean cross-entropy, and accuracy.
+
+  Args:
+    logits: `[N, A]` logits of `p(a_t | x_t, x_{t+1})`.
+    actions: `[N]` int actions taken (from 0).
+    mask: `[N]` 0/1, the transitions to learn from.
+
+  Returns:
+    `(loss, accuracy)` scalars over the kept transitions (0 without any).
+  """
+  actions = tf.cast(actions, tf.int32)
+  losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=actions, logits=logits)
+  correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32),
+                             actions), tf.float32)
+  mask = tf.cast(mask, tf.float32)
+  return masked_mean(losses, mask), masked_mean(correct, mask)

@@ -9,13 +9,18 @@
 * `first_visits(observations, step_types)`: None, or which observations of
   a sequence are new to their episode; the agent passes those of the next
   observations to `rewards`, which pays nothing on the others;
-* `episodic_memory_size` and `observation_keys(observations)`: with a
-  memory (> 0), the acting policy counts each observation's visits in its
-  episode (`maths.episodic_visit_counts`, over these keys) and records
-  1/sqrt(count); the agent passes that episodic novelty of the next
-  observations to `rewards`, which pays NGU's reward (episodic novelty
-  times the RND modulator, Badia et al. 2020) instead of the normalised
-  RND error;
+* `episodic_memory_size`, `episodic_memory_spec()` and
+  `episodic_novelty(observations, is_first, memory)`: with a memory
+  (> 0), the acting policy keeps each env's memory of its episode in its
+  state and records each observation's episodic novelty: 1/sqrt(visits)
+  of exact counts (`maths.episodic_visit_counts`) or, with NGU's
+  controllable embedding, its k-NN kernel (`embedding.py`); the agent
+  passes that novelty of the next observations to `rewards`, which pays
+  NGU's reward (episodic novelty times the RND modulator, Badia et al.
+  2020) instead of the normalised RND error;
+* `acting_variables` (what the acting policy reads besides the Q-network:
+  the embedding) and `train_episodic(observations, actions, transitions)`
+  (the embedding's step on replayed transitions; None without one);
 * `training_inputs(observations)` and `train_step(inputs)`: what its own
   learner trains on (fixed for one update of the agent, cut into the agent's
   minibatches) and one optimisation step on a minibatch of it;
@@ -44,6 +49,7 @@ from tf_agents.networks import network
 from tf_agents.specs import tensor_spec
 from tf_agents.typing import types
 
+from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.intrinsic import normalizers
 from tfa_explore.agents.intrinsic import summaries
@@ -84,9 +90,36 @@ class IntrinsicReward(tf.Module):
     """Distinct observations an acting policy remembers per episode; 0: none."""
     return 0
 
-  def observation_keys(self, observations) -> tf.Tensor:
-    """`[B]` int64 keys of `[B, ...]` observations (equal: same key)."""
+  def episodic_memory_spec(self) -> types.NestedTensorSpec:
+    """One env's episodic memory (with `episodic_memory_size > 0`)."""
     raise NotImplementedError
+
+  def episodic_novelty(self, observations, is_first, memory):
+    """`(novelty [B] float32, memory)`: one step of `[B]` envs' memories.
+
+    Args:
+      observations: `[B, ...]` this step's observations.
+      is_first: `[B]` bool, the step starts an episode (empties the memory).
+      memory: the memories before this step (`episodic_memory_spec` with
+        a batch dim; zeros: empty).
+    """
+    raise NotImplementedError
+
+  @property
+  def acting_variables(self):
+    """Variables the acting policy reads (a learner publishes them)."""
+    return ()
+
+  def train_episodic(self, observations, actions, transitions):
+    """None, or the `(loss, accuracy)` of one step of its episodic model.
+
+    Args:
+      observations: `[B, T, ...]` replayed observations.
+      actions: `[B, T]` the actions taken at them.
+      transitions: `[B, T - 1]` bool, t -> t + 1 is a step of one episode.
+    """
+    del observations, actions, transitions
+    return None
 
   def first_visits(self, observations, step_types) -> Optional[tf.Tensor]:
     """None, or `[B, T]` bool: observations new to their episode.
@@ -221,6 +254,9 @@ class RndIntrinsicReward(IntrinsicReward):
       first_visits_only: bool = False,
       episodic_memory_size: int = 0,
       max_modulator: types.Float = 5.0,
+      episodic_embedding_fn: Optional[Callable[
+          [tf.TensorSpec, int], embedding_lib.ControllableEmbedding]] = None,
+      action_spec: Optional[types.BoundedTensorSpec] = None,
       name: str = 'rnd_intrinsic_reward',
   ):
     """Creates the component and the variables of its networks.
@@ -266,6 +302,13 @@ class RndIntrinsicReward(IntrinsicReward):
         `normalize_returns` or `first_visits_only`; R2D2's policies carry
         the memory.
       max_modulator: L of NGU's modulator clip (paper: 5).
+      episodic_embedding_fn: None (the memory counts exact observations),
+        or NGU's controllable state: called with the RND input spec and the
+        number of actions, returns the `embedding.ControllableEmbedding`
+        whose k-NN kernel the memory counts with; needs an
+        `episodic_memory_size` and `action_spec`.
+      action_spec: The agent's scalar action spec (for the embedding's
+        action classifier).
       name: Module name.
 
     Raises:
@@ -290,6 +333,14 @@ class RndIntrinsicReward(IntrinsicReward):
           'False (gin: intrinsic.rnd_intrinsic_reward.*).')
     if max_modulator < 1.0:
       raise ValueError(f'max_modulator must be >= 1, got {max_modulator}.')
+    if episodic_embedding_fn is not None and not episodic_memory_size:
+      raise ValueError(
+          'An episodic embedding needs an episodic memory to count in: set '
+          'episodic_memory_size > 0 (gin: intrinsic.rnd_intrinsic_reward.'
+          'episodic_memory_size).')
+    if episodic_embedding_fn is not None and action_spec is None:
+      raise ValueError('An episodic embedding learns to predict actions: '
+                       'pass the action_spec.')
     self._observation_fn = observation_fn or (lambda observation: observation)
     input_spec = self._input_spec(observation_spec)
     if target_net is None and predictor_net is None and networks_fn:
@@ -325,6 +376,11 @@ class RndIntrinsicReward(IntrinsicReward):
     # Only with a memory: other components' checkpoints stay as they were.
     self._error_moments = (normalizers.ErrorMoments()
                            if episodic_memory_size else None)
+    self._embedding = None
+    if episodic_embedding_fn is not None:
+      self._action_minimum = int(action_spec.minimum)
+      num_actions = int(action_spec.maximum) - self._action_minimum + 1
+      self._embedding = episodic_embedding_fn(input_spec, num_actions)
 
   def _input_spec(self, observation_spec):
     example = tensor_spec.zero_spec_nest(observation_spec, outer_dims=[1])
@@ -391,9 +447,48 @@ class RndIntrinsicReward(IntrinsicReward):
     """Running moments of raw errors (NGU's modulator); None without memory."""
     return self._error_moments
 
-  def observation_keys(self, observations):
+  @property
+  def episodic_embedding(self):
+    """The `embedding.ControllableEmbedding`, or None (exact counts)."""
+    return self._embedding
+
+  def episodic_memory_spec(self):
+    if not self._episodic_memory_size:
+      raise ValueError('This intrinsic reward has no episodic memory '
+                       '(episodic_memory_size = 0).')
+    if self._embedding is not None:
+      return self._embedding.memory_spec(self._episodic_memory_size)
+    size = self._episodic_memory_size
+    return {
+        'keys': tf.TensorSpec([size], tf.int64),
+        'counts': tf.TensorSpec([size], tf.int32),
+        'size': tf.TensorSpec([], tf.int32),
+    }
+
+  def episodic_novelty(self, observations, is_first, memory):
     inputs = self._raw_inputs(observations)
-    return maths.observation_keys(inputs[:, None])[:, 0]
+    if self._embedding is not None:
+      return self._embedding.novelty(inputs, is_first, memory)
+    keys = maths.observation_keys(inputs[:, None])[:, 0]
+    visits, memory = maths.episodic_visit_counts(keys, is_first, memory)
+    return tf.math.rsqrt(tf.cast(visits, tf.float32)), memory
+
+  @property
+  def acting_variables(self):
+    if self._embedding is None:
+      return ()
+    return self._embedding.acting_variables
+
+  def train_episodic(self, observations, actions, transitions):
+    if self._embedding is None:
+      return None
+    inputs = self._raw_inputs(observations)
+    pairs = tf.where(transitions)
+    return self._embedding.train_step(
+        tf.gather_nd(inputs[:, :-1], pairs),
+        tf.gather_nd(inputs[:, 1:], pairs),
+        tf.gather_nd(actions[:, :-1], pairs) - self._action_minimum,
+        tf.ones([tf.shape(pairs)[0]]))
 
   def first_visits(self, observations, step_types):
     if not self._first_visits_only:
@@ -456,6 +551,8 @@ class RndIntrinsicReward(IntrinsicReward):
   def build_optimizer(self):
     if hasattr(self._optimizer, 'build'):
       self._optimizer.build(self._predictor_net.trainable_variables)
+    if self._embedding is not None:
+      self._embedding.build_optimizer()
 
   def train_step(self, inputs):
     mask = maths.predictor_update_mask(tf.shape(inputs['targets'])[:-1],

@@ -21,9 +21,11 @@ component's normalised reward of the next observation; the component's
 predictor then takes one step on the same batch's real next observations.
 The actors do not see it (their initial priorities are extrinsic).
 With an episodic memory in the component (NGU's reward, `policy.py`), the
-collect policies count each observation's visits in its episode and record
-the episodic novelty in their info; r_i is that novelty of the next
-observation times the RND modulator.
+collect policies keep each episode's memory (exact counts, or NGU's
+embeddings) and record the episodic novelty in their info; r_i is that
+novelty of the next observation times the RND modulator. With NGU's
+controllable embedding, it takes one step per batch on the sequences'
+transitions (burn-in included).
 
 Intrinsic head (a `q_network` built with `intrinsic_head=True`): r_i is
 not added to r_e; Q_E learns r_e (discount `gamma`) and Q_I learns r_i
@@ -616,7 +618,8 @@ class R2D2Agent(tf_agent.TFAgent):
     times the RND modulator. In order: the RND input statistics take the
     batch's real observations, the rewards are computed (advancing the return
     statistics over the real transitions), then the predictor takes one
-    step on those next observations.
+    step on those next observations (and an embedding, if any, one on the
+    real transitions).
     """
     component = self._intrinsic_reward
     trajectory = _trajectory_of(experience)
@@ -650,11 +653,21 @@ class R2D2Agent(tf_agent.TFAgent):
       predictor = component.train_step(component.training_inputs(
           tf.nest.map_structure(lambda x: tf.boolean_mask(x, transitions),
                                 next_observations)))
+      # The embedding learns from every transition of the sequence's
+      # episode, burn-in included.
+      embedding = component.train_episodic(
+          trajectory.observation, trajectory.action,
+          tf.logical_and(real[:, :-1], real[:, 1:]))
     if self.summaries_enabled:
       component.write_summaries(self.train_step_counter, rewards, weights,
                                 predictor.update_fraction)
       tf.summary.scalar('Losses/predictor_loss', predictor.loss,
                         step=self.train_step_counter)
+      if embedding is not None:
+        tf.summary.scalar('Losses/embedding_loss', embedding[0],
+                          step=self.train_step_counter)
+        tf.summary.scalar('Intrinsic/action_prediction_accuracy',
+                          embedding[1], step=self.train_step_counter)
     return bonus
 
   def _train(self, experience, weights=None):

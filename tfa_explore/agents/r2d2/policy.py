@@ -24,11 +24,12 @@ were fed to the actor, so the replay unroll sees exactly the actor's inputs.
 
 With an episodic memory (the exploring policy of an agent whose intrinsic
 reward has `episodic_memory_size > 0`) the state also holds
-`'episodic_memory'`, each env's counts of the observations of its current
-episode (`intrinsic.maths.episodic_visit_counts`; emptied on FIRST steps),
-and the info `'episodic_novelty'`: 1/sqrt(visits of this step's
-observation in its episode, this one included), NGU's episodic reward
-(exact counts), which the learner reads from replay.
+`'episodic_memory'`, each env's memory of its current episode (emptied on
+FIRST steps; the intrinsic reward's `episodic_memory_spec`: exact counts
+or NGU's embeddings), and the info `'episodic_novelty'`: the intrinsic
+reward's `episodic_novelty` of this step's observation, this visit
+included (1/sqrt(visits) with exact counts), NGU's episodic reward, which
+the learner reads from replay.
 
 A network with an intrinsic head gives two greedy policies with the same
 state and info: on Q_E (`call`, the agent's `policy`, evaluated and
@@ -44,7 +45,6 @@ from tf_agents.policies import tf_policy
 from tf_agents.trajectories import policy_step
 from tf_agents.trajectories import time_step as ts
 
-from tfa_explore.agents.intrinsic import maths as intrinsic_maths
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 NETWORK_STATE = 'network_state'
@@ -92,15 +92,6 @@ def slot_epsilons(actor_index, num_actors, envs_per_actor):
           for k in range(envs_per_actor)]
 
 
-def episodic_memory_spec(memory_size):
-  """One env's memory of `intrinsic.maths.episodic_visit_counts`."""
-  return {
-      'keys': tf.TensorSpec([memory_size], tf.int64),
-      'counts': tf.TensorSpec([memory_size], tf.int32),
-      'size': tf.TensorSpec([], tf.int32),
-  }
-
-
 def ngu_intrinsic_weight(arm, num_arms, max_weight):
   """beta_i of NGU's arm i of N (Badia et al. 2020, appendix A).
 
@@ -133,10 +124,10 @@ def slot_intrinsic_weights(actor_index, num_actors, envs_per_actor,
           for k in range(envs_per_actor)]
 
 
-def policy_state_spec(q_network, action_spec, memory_size=0):
+def policy_state_spec(q_network, action_spec, episodic_memory=None):
   spec = {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
-  if memory_size:
-    spec[EPISODIC_MEMORY] = episodic_memory_spec(memory_size)
+  if episodic_memory is not None:
+    spec[EPISODIC_MEMORY] = episodic_memory.episodic_memory_spec()
   return spec
 
 
@@ -205,8 +196,8 @@ class R2D2Policy(tf_policy.TFPolicy):
         `QHeads -> [B, A]` values to be greedy on, for a network with an
         intrinsic head.
       episodic_memory: None, or an intrinsic reward with
-        `episodic_memory_size > 0` whose `observation_keys` the memory
-        counts (module docstring).
+        `episodic_memory_size > 0` that keeps the memory (module
+        docstring).
       name: policy name.
     """
     if heads_fn is not None and not q_network.has_intrinsic_head:
@@ -224,13 +215,16 @@ class R2D2Policy(tf_policy.TFPolicy):
         time_step_spec,
         action_spec,
         policy_state_spec=policy_state_spec(q_network, action_spec,
-                                            memory_size),
+                                            episodic_memory),
         info_spec=info_spec(q_network, action_spec, time_step_spec.reward,
                             episodic=bool(memory_size)),
         name=name)
 
   def _variables(self):
-    return self._q_network.variables
+    variables = list(self._q_network.variables)
+    if self._episodic_memory is not None:
+      variables += list(self._episodic_memory.acting_variables)
+    return variables
 
   def _distribution(self, time_step, policy_state):
     is_first = tf.equal(time_step.step_type, ts.StepType.FIRST)
@@ -262,11 +256,10 @@ class R2D2Policy(tf_policy.TFPolicy):
     # actually takes.
     next_state = {NETWORK_STATE: next_network_state, PREV_ACTION: action}
     if self._episodic_memory is not None:
-      visits, next_state[EPISODIC_MEMORY] = (
-          intrinsic_maths.episodic_visit_counts(
-              self._episodic_memory.observation_keys(time_step.observation),
-              is_first, policy_state[EPISODIC_MEMORY]))
-      info[EPISODIC_NOVELTY] = tf.math.rsqrt(tf.cast(visits, tf.float32))
+      info[EPISODIC_NOVELTY], next_state[EPISODIC_MEMORY] = (
+          self._episodic_memory.episodic_novelty(
+              time_step.observation, is_first,
+              policy_state[EPISODIC_MEMORY]))
     return policy_step.PolicyStep(
         tfp.distributions.Deterministic(action), next_state, info)
 

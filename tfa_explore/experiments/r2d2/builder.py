@@ -87,7 +87,8 @@ def r2d2_agent_fn(time_step_spec,
   a sample-to-insert ratio the run's learner steps are known in advance:
   env steps / replay_period x samples_per_insert / batch_size); None keeps
   it constant, as the paper. `intrinsic_reward`: None, or called with
-  `observation_spec=` to build the exploration bonus, e.g.
+  `observation_spec=` and `action_spec=` to build the exploration bonus,
+  e.g.
   `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
   r = r_e + beta * r_i). `intrinsic_q_head`: learn r_i in a second Q head
   instead of adding it to r_e; the actors act on both heads, the greedy
@@ -130,7 +131,8 @@ def r2d2_agent_fn(time_step_spec,
   # The Q network's variables first, so a seed gives it the same initial
   # weights with and without the bonus.
   network.create_variables()
-  bonus = (intrinsic_reward(observation_spec=time_step_spec.observation)
+  bonus = (intrinsic_reward(observation_spec=time_step_spec.observation,
+                            action_spec=action_spec)
            if intrinsic_reward else None)
   agent = agent_class(
       time_step_spec,
@@ -167,12 +169,18 @@ class SharedState(tf.Module):
     self.finished = tf.Variable(False, name='finished')
 
   def nest(self) -> Dict[str, Any]:
-    return {
+    nest = {
         'q_network': list(self.agent.q_network.variables),
         'train_step': self.agent.train_step_counter,
         'env_steps': self.env_steps,
         'finished': self.finished,
     }
+    # What the exploring policy reads besides the Q-network (NGU's
+    # embedding); absent otherwise, so other runs' tables keep their shape.
+    acting = list(self.agent.intrinsic_reward.acting_variables)
+    if acting:
+      nest['intrinsic'] = acting
+    return nest
 
   def signature(self) -> Dict[str, Any]:
     return tf.nest.map_structure(lambda v: tf.TensorSpec(v.shape, v.dtype),
