@@ -28,11 +28,17 @@ GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
 RND_PPO_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo',
                                               '*.gin')))
 R2D3_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3', '*.gin')))
+# Variants of a bonus file -> the bonus file they include (intrinsic lines
+# only on top of it).
+BONUS_VARIANTS = {'gin/r2d2_rnd/minigrid_doorkey8x8_embedding.gin':
+                      'gin/r2d2_rnd/minigrid_doorkey8x8.gin'}
 # R2D2 + RND and R2D3 + RND files: gin/r2d2/<env>.gin or gin/r2d3/<env>.gin
 # plus the exploration bonus.
 BONUS_FILES = sorted(
+    path for path in
     glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d2_rnd', '*.gin')) +
-    glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3_rnd', '*.gin')))
+    glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3_rnd', '*.gin'))
+    if os.path.relpath(path, REPO_ROOT) not in BONUS_VARIANTS)
 # R2D3 file -> its R2D2 twin (same agent and settings, no demonstrations).
 R2D3_TWINS = {'gin/r2d3/minigrid_doorkey8x8.gin':
                   'gin/r2d2/minigrid_doorkey8x8.gin'}
@@ -56,6 +62,7 @@ BUDGET_BINDINGS = frozenset([('', 'r2d2.Settings', 'num_env_steps'),
                              ('', 'r2d2.Settings', 'eval_interval'),
                              ('NUM_ENV_STEPS', 'gin.macro', 'value')])
 INTRINSIC_CONFIGURABLES = frozenset(['intrinsic.rnd_intrinsic_reward',
+                                     'intrinsic.controllable_embedding',
                                      'warm_up_observation_normalizer',
                                      'rnd_mlp_networks', 'rnd_conv_networks'])
 # A binding line `selector.parameter = value` (scopes are not used here).
@@ -180,6 +187,21 @@ class GinFilesTest(parameterized.TestCase):
     switch = ('', 'r2d2.r2d2_agent_fn', 'intrinsic_reward')
     self.assertEqual(_bindings(path)[switch], '@intrinsic.rnd_intrinsic_reward')
     self.assertNotIn(switch, _bindings(r2d2_path))
+
+  @parameterized.named_parameters(
+      (variant.replace('/', '_').replace('.', '_'), variant, base)
+      for variant, base in BONUS_VARIANTS.items())
+  def test_bonus_variant_is_its_base_plus_intrinsic_lines(self, variant,
+                                                          base):
+    path = os.path.join(REPO_ROOT, variant)
+    with open(path) as f:
+      self.assertIn(f"\ninclude '{base}'\n", f.read())
+    self.assertEmpty([line for line in own_binding_lines(path)
+                      if not is_intrinsic_binding(('',) + line)])
+    self.assertEmpty(
+        [key for key in differing_bindings(path,
+                                           os.path.join(REPO_ROOT, base))
+         if not is_intrinsic_binding(key)])
 
   def test_twin_check_catches_a_non_intrinsic_line(self):
     # The allowed set is not vacuous: a learning rate set after the include
