@@ -2,8 +2,9 @@
 
 Stateless functions shared by every agent that holds an intrinsic reward
 (RND-PPO, R2D2 and R2D3): the RND prediction error, the predictor's
-sample mask, the intrinsic return filter, masked statistics and the
-episodic first-visit gate.
+sample mask, the intrinsic return filter, masked statistics, the
+episodic first-visit gate, and NGU's episodic memories (exact counts and
+the k-NN kernel) with its action classifier's loss.
 """
 
 import numpy as np
