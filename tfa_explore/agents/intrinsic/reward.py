@@ -339,8 +339,10 @@ class RndIntrinsicReward(IntrinsicReward):
           'episodic_memory_size > 0 (gin: intrinsic.rnd_intrinsic_reward.'
           'episodic_memory_size).')
     if episodic_embedding_fn is not None and action_spec is None:
-      raise ValueError('An episodic embedding learns to predict actions: '
-                       'pass the action_spec.')
+      raise ValueError(
+          'An episodic embedding learns to predict actions and needs the '
+          "agent's action_spec (R2D2's and R2D3's factory, r2d2.r2d2_agent_fn, "
+          'passes it; RND-PPO has no episodic memory).')
     self._observation_fn = observation_fn or (lambda observation: observation)
     input_spec = self._input_spec(observation_spec)
     if target_net is None and predictor_net is None and networks_fn:
