@@ -37,9 +37,6 @@ seconds are printed too, with the load average before and after.
   their own, (256, 448) units each after the convs, the file's layout
   before the shared torso). The RND warm-up is cut to 64 steps (it is not
   timed).
-* `threads`: agent steps per CPU-second of the whole process tree (the
-  learner and its 8 env subprocesses) of RND-PPO on Montezuma's Revenge
-  with the file's `tf_threads` against TensorFlow's own thread pools.
 * `cleanrl`: agent steps per CPU-second of the whole process tree (the
   learner and its 8 env subprocesses for ours) of RND-PPO on Montezuma's
   Revenge (gin/rnd_ppo/montezuma.gin, 8 envs, 128 steps each per update)
@@ -80,7 +77,6 @@ TWO_TORSOS = ('rnd_ppo.rnd_ppo_agent.shared_torso = False',
               'rnd_ppo.rnd_ppo_agent.actor_fc_layers = (256, 448)',
               'rnd_ppo.rnd_ppo_agent.value_fc_layers = (256, 448)')
 SHORT_WARM_UP = ('warm_up_observation_normalizer.num_steps = 64',)
-TF_OWN_THREADS = ('on_policy.train_eval.tf_threads = None',)
 SOLVED_RETURN = 475.0  # CartPole-v1's reward threshold (gymnasium)
 
 
@@ -466,29 +462,25 @@ def _fmt(value, spec=',.0f'):
   return '-' if value is None else format(value, spec)
 
 
-def report_pairs(title, pairs, repeats, warmup, iterations, tree=False):
+def report_pairs(title, pairs, repeats, warmup, iterations):
   """Runs (label, gin, loop[, bindings]) interleaved; a table and ratios.
 
   The ratios are each label's env steps per CPU-s over the second's (the
-  reference: stock TF-Agents, the PPO twin). `tree`: CPU-s of the whole
-  process tree (env subprocesses included) instead of the process's.
+  reference: stock TF-Agents, the PPO twin).
   """
-  per_cpu = 'steps_per_tree_cpu_second' if tree else 'steps_per_cpu_second'
-  cpu = 'CPU-s of the process tree' if tree else 'CPU-s'
   pairs = [tuple(pair) + ((),) * (4 - len(pair)) for pair in pairs]
   results = {label: [] for label, _, _, _ in pairs}
   for repeat in range(repeats):
     for label, gin_file, loop, bindings in pairs:
-      result = measure_steady(gin_file, loop, warmup, iterations, bindings,
-                              tree=tree)
+      result = measure_steady(gin_file, loop, warmup, iterations, bindings)
       results[label].append(result)
       print(f'  [{title} {repeat + 1}/{repeats}] {label}: '
-            f'{result[per_cpu]:,.0f} env steps/{cpu}, '
+            f'{result["steps_per_cpu_second"]:,.0f} env steps/CPU-s, '
             f'{result["steps_per_second"]:,.0f} env steps/s, first train '
             f'call done {result["first_train_seconds"]:.1f} s after start',
             flush=True)
   print(f'\n{title} (median of {repeats})')
-  print(f'| loop | env steps / {cpu} | env steps / s | start -> first train '
+  print('| loop | env steps / CPU-s | env steps / s | start -> first train '
         'done (s) | CPU ms per iteration: collect / train (its preprocessing) |')
   print('|---|---|---|---|---|')
   for label, _, _, _ in pairs:
@@ -496,7 +488,7 @@ def report_pairs(title, pairs, repeats, warmup, iterations, tree=False):
                                      for r in results[label])
              for name in results[label][0]['cpu_ms_per_iteration']}
     preprocessing = split['preprocess (in train)']
-    print(f'| {label} | {_fmt(_median(results[label], per_cpu))} '
+    print(f'| {label} | {_fmt(_median(results[label], "steps_per_cpu_second"))} '
           f'| {_fmt(_median(results[label], "steps_per_second"))} '
           f'| {_fmt(_median(results[label], "first_train_seconds"), ".1f")} '
           f'| {split["collect"]:.0f} / {split["train"]:.0f}'
@@ -505,9 +497,9 @@ def report_pairs(title, pairs, repeats, warmup, iterations, tree=False):
   ratios = {}
   for label, _, _, _ in pairs:
     if label != reference:
-      ratios[label] = (_median(results[label], per_cpu) /
-                       _median(results[reference], per_cpu))
-      print(f'ratio {label} / {reference} (env steps per {cpu}): '
+      ratios[label] = (_median(results[label], 'steps_per_cpu_second') /
+                       _median(results[reference], 'steps_per_cpu_second'))
+      print(f'ratio {label} / {reference} (env steps per CPU-s): '
             f'{ratios[label]:.2f}', flush=True)
   print(flush=True)
   return ratios
@@ -517,7 +509,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--measure', default='components,startup,steady,rnd',
                       help='Comma-separated: components, startup, steady, '
-                      'rnd, torso, threads, cleanrl.')
+                      'rnd, torso, cleanrl.')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--warmup', type=int, default=3,
                       help='Iterations before the timed ones.')
@@ -592,14 +584,6 @@ def main():
                      ('two torsos', MONTEZUMA_GIN, 'ours',
                       SHORT_WARM_UP + TWO_TORSOS)],
                  args.repeats, args.warmup, args.iterations)
-  if 'threads' in measures:
-    report_pairs("Montezuma's Revenge, RND-PPO, the file's TF threads vs "
-                 "TensorFlow's own pools, steady", [
-                     ('tf_threads = (1, 2)', MONTEZUMA_GIN, 'ours',
-                      SHORT_WARM_UP),
-                     ("TF's own pools", MONTEZUMA_GIN, 'ours',
-                      SHORT_WARM_UP + TF_OWN_THREADS)],
-                 args.repeats, args.warmup, args.iterations, tree=True)
   if 'cleanrl' in measures:
     report_cleanrl(args)
   print(f'load average after: {os.getloadavg()}', flush=True)

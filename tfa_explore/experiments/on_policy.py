@@ -14,7 +14,7 @@ root_dir continues where the last checkpoint left off.
 """
 
 import time
-from typing import Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional
 
 import gin
 import numpy as np
@@ -55,7 +55,7 @@ def train_eval(
     max_checkpoints_to_keep: int = 3,
     pre_training_fn: Optional[Callable[..., None]] = None,
     eval_success_threshold: Optional[float] = None,
-    tf_threads: Union[None, int, Tuple[int, int]] = None,
+    tf_threads: Optional[int] = None,
 ) -> Dict[str, float]:
   """Trains an on-policy agent, evaluating and checkpointing as it goes.
 
@@ -92,9 +92,8 @@ def train_eval(
       the fraction of episodes whose return exceeds it (MiniGrid: 0, reward
       only at the goal).
     tf_threads: If set, TensorFlow's intra- and inter-op thread pools get
-      this many threads, or an `(intra_op, inter_op)` pair of counts
-      (`run_kit.set_tf_threads`); 1 is fastest for the small networks of
-      our CartPole, MountainCar and MiniGrid files, `(1, 2)` for Atari's.
+      this many threads (`run_kit.set_tf_threads`); 1 is fastest for the
+      small networks of our CartPole, MountainCar and MiniGrid files.
 
   Returns:
     The final evaluation: {'AverageReturn', 'AverageEpisodeLength',

@@ -46,7 +46,7 @@ to the next older one, leaving the damaged one where it is.
 import json
 import os
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from absl import logging
 import gin
@@ -77,41 +77,29 @@ EVAL_SEED_OFFSET = 1_000_003
 _FLUSH_MILLIS = 10_000
 
 
-def set_tf_threads(
-    num_threads: Union[None, int, Tuple[int, int]]) -> None:
+def set_tf_threads(num_threads: Optional[int]) -> None:
   """Sizes TensorFlow's intra- and inter-op thread pools (None: TF's own).
 
-  `num_threads` is one count for both pools or an `(intra_op, inter_op)`
-  pair. On a 2-core machine the on-policy loop of a small network runs one
-  small graph per env step; TF's default pools then spend more CPU waking
-  and spinning threads than running ops (docs/performance.md). Atari's
-  conv nets do best with ops one-threaded and two of them at a time,
-  `(1, 2)`. The pools can only be sized before TensorFlow runs its first
-  op; later (a second run in the same process) this logs a warning and
-  changes nothing.
+  On a 2-core machine the on-policy loop of a small network runs one small
+  graph per env step; TF's default pools then spend more CPU waking and
+  spinning threads than running ops (docs/performance.md). The pools can
+  only be sized before TensorFlow runs its first op; later (a second run
+  in the same process) this logs a warning and changes nothing.
   """
   if num_threads is None:
     return
-  if isinstance(num_threads, int):
-    intra_op, inter_op = num_threads, num_threads
-  elif (isinstance(num_threads, (tuple, list)) and len(num_threads) == 2 and
-        all(isinstance(n, int) for n in num_threads)):
-    intra_op, inter_op = num_threads
-  else:
-    raise ValueError('tf_threads must be None, a count or an (intra_op, '
-                     f'inter_op) pair of counts, got {num_threads!r}.')
-  if intra_op < 1 or inter_op < 1:
-    raise ValueError(f'tf_threads must be >= 1 or None, got {num_threads!r}.')
+  if num_threads < 1:
+    raise ValueError(f'tf_threads must be >= 1 or None, got {num_threads}.')
   threading = tf.config.threading
-  if (threading.get_intra_op_parallelism_threads() == intra_op and
-      threading.get_inter_op_parallelism_threads() == inter_op):
+  if (threading.get_intra_op_parallelism_threads() == num_threads and
+      threading.get_inter_op_parallelism_threads() == num_threads):
     return
   try:
-    threading.set_intra_op_parallelism_threads(intra_op)
-    threading.set_inter_op_parallelism_threads(inter_op)
+    threading.set_intra_op_parallelism_threads(num_threads)
+    threading.set_inter_op_parallelism_threads(num_threads)
   except RuntimeError:
     logging.warning(
-        'TensorFlow is already running, so tf_threads=%r does not apply in '
+        'TensorFlow is already running, so tf_threads=%d does not apply in '
         'this process (it does in a fresh one).', num_threads)
 
 
