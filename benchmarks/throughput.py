@@ -543,6 +543,15 @@ def main():
   if 'cleanrl' in measures and not (args.cleanrl_dir and args.cleanrl_python):
     parser.error('--measure=cleanrl needs --cleanrl_dir and --cleanrl_python '
                  '(docs/performance.md).')
+  if 'cleanrl' in measures:
+    # CleanRL runs in a temporary directory (its runs/ go there), so paths
+    # given relative to ours are resolved here.
+    args.cleanrl_dir = os.path.abspath(args.cleanrl_dir)
+    args.cleanrl_python = os.path.abspath(args.cleanrl_python)
+    for flag, path in (('--cleanrl_dir', args.cleanrl_dir),
+                       ('--cleanrl_python', args.cleanrl_python)):
+      if not os.path.exists(path):
+        parser.error(f'{flag}: {path} does not exist (docs/performance.md).')
   if 'components' in measures:
     costs = _run_child(['--child=components', f'--repeats={args.repeats}'])
     print(f'\nCPU microseconds per batched step of 8 CartPole-v1 envs '
