@@ -18,8 +18,8 @@ prints:
   (eval/Metrics/AverageReturn) of every run against env steps, one colour
   per variant, one thin line per seed, the target as a dashed line.
 
-`r2d2` is the gin file as shipped (2 actor processes stepping 8 batched
-envs each: 16 epsilon slots). The feed-forward variant binds
+`r2d2` is the gin file as shipped (one actor process stepping 16 batched
+envs: 16 epsilon slots). The feed-forward variant binds
 `r2d2.r2d2_agent_fn.lstm_size = None` (no recurrence, empty stored state);
 `threads` runs the same agent with 4 actor threads of one env each;
 everything else is identical. --gin_bindings adds bindings to every run
