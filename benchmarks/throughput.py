@@ -540,10 +540,10 @@ def main():
   print(f'load average before: {os.getloadavg()}; {os.cpu_count()} CPUs',
         flush=True)
   measures = args.measure.split(',')
-  if 'cleanrl' in measures and not (args.cleanrl_dir and args.cleanrl_python):
-    parser.error('--measure=cleanrl needs --cleanrl_dir and --cleanrl_python '
-                 '(docs/performance.md).')
   if 'cleanrl' in measures:
+    if not (args.cleanrl_dir and args.cleanrl_python):
+      parser.error('--measure=cleanrl needs --cleanrl_dir and '
+                   '--cleanrl_python (docs/performance.md).')
     # CleanRL runs in a temporary directory (its runs/ go there), so paths
     # given relative to ours are resolved here.
     args.cleanrl_dir = os.path.abspath(args.cleanrl_dir)
