@@ -7,7 +7,7 @@ r"""How far an R2D2 run's exploring actors get: goals and views per episode.
 Restores the run's agent (`r2d2_rollouts.restore_run`) and, for each actor
 index in --actors, steps a batch of the run's envs (`envs_per_actor`,
 seeded away from the run's actor and eval seeds) with that actor's collect
-policy: its epsilons and, with `intrinsic_arms`, its betas. Then the same
+policy: its epsilons and, with NGU's arms (`intrinsic.ngu_bonus.arms`), its betas. Then the same
 envs with uniform random actions. Per slot it prints, over --episodes_per_slot
 episodes each: the goal rate (return > 0), the mean return, the mean
 number of distinct observations per episode (exact bytes: the views the

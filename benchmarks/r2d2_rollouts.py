@@ -38,6 +38,7 @@ from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner  # pylint: disable=unused-import
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 RUN_DIR = flags.DEFINE_string('run_dir', None, 'A train_eval root_dir.',
                                required=True)
@@ -100,15 +101,11 @@ def _episode(agent, env, epsilon, rng, q_steps=()):
         r2d2_policy.network_inputs(observation, info),
         network.input_tensor_spec)
     step_type = tf.constant([[int(time_step.step_type)]])
-    intrinsic_q = None
-    if network.has_intrinsic_head:
-      heads, state = network.q_heads(inputs, step_type=step_type,
-                                     network_state=state)
-      q_values, intrinsic_q = heads.extrinsic, heads.intrinsic.numpy()[0, 0]
-    else:
-      q_values, state = network(inputs, step_type=step_type,
-                                network_state=state)
-    q_values = q_values.numpy()[0, 0]
+    heads, state = network.q_heads(inputs, step_type=step_type,
+                                   network_state=state)
+    q_values = heads[rdqn.EXTRINSIC].numpy()[0, 0]
+    intrinsic_q = (heads[rdqn.INTRINSIC].numpy()[0, 0]
+                   if rdqn.INTRINSIC in heads else None)
     if len(actions) in q_steps:
       q_at[len(actions)] = (q_values, intrinsic_q)
     action = int(np.argmax(q_values))

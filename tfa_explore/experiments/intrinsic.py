@@ -1,15 +1,16 @@
-"""The intrinsic reward component built from gin, for every agent.
+"""Intrinsic rewards and exploration bonuses built from gin, for every agent.
 
-`intrinsic.rnd_intrinsic_reward` builds the RND component
-(`tfa_explore.agents.intrinsic.RndIntrinsicReward`); an agent factory
-binds it as `intrinsic_reward = @intrinsic.rnd_intrinsic_reward` and calls
-it with the environment's observation spec: `rnd_ppo.rnd_ppo_agent`
-(RND-PPO) and `r2d2.r2d2_agent_fn` (R2D2 and R2D3 with an exploration
-bonus). `intrinsic.controllable_embedding` builds NGU's learned embedding
-for R2D2's episodic memory. Every setting that changes results is
-`gin.REQUIRED`, except R2D2's episodic memory (NGU's reward) and its
-embedding, off unless a file binds them, and the paper's k-NN kernel
-constants.
+`intrinsic.rnd_intrinsic_reward` builds RND's reward
+(`tfa_explore.agents.intrinsic.RndIntrinsicReward`), called with the
+environment's observation spec: RND-PPO binds it as
+`rnd_ppo.rnd_ppo_agent.intrinsic_reward`, R2D2's bonuses as their reward.
+The R2D2 family's exploration bonuses (`r2d2.r2d2_agent_fn.exploration`,
+called with the observation and action specs):
+`intrinsic.intrinsic_q_bonus` (an intrinsic reward learnt by Q_I) and
+`intrinsic.ngu_bonus` (NGU's reward: RND's modulator times an episodic
+novelty of exact counts or of `intrinsic.controllable_embedding`). Every
+setting that changes results is `gin.REQUIRED`, except the paper's k-NN
+kernel constants.
 """
 
 from typing import Callable, Optional, Sequence
@@ -18,14 +19,16 @@ import gin
 import tensorflow as tf
 
 from tfa_explore.agents.intrinsic import embedding as embedding_lib
+from tfa_explore.agents.intrinsic import episodic
+from tfa_explore.agents.intrinsic import ngu
+from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.networks import rnd_networks
 
 REQUIRED = gin.REQUIRED
 
 
-@gin.configurable(module='intrinsic',
-                  denylist=['observation_spec', 'action_spec'])
+@gin.configurable(module='intrinsic', denylist=['observation_spec'])
 def rnd_intrinsic_reward(
     observation_spec,
     coef: float = REQUIRED,
@@ -39,22 +42,18 @@ def rnd_intrinsic_reward(
     adam_epsilon: float = REQUIRED,
     predictor_update_proportion: float = REQUIRED,
     first_visits_only: bool = REQUIRED,
-    episodic_memory_size: int = 0,
-    max_modulator: float = 5.0,
     observation_fn: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
-    episodic_embedding_fn: Optional[Callable[..., object]] = None,
-    action_spec=None,
 ) -> intrinsic.RndIntrinsicReward:
   """Builds the RND intrinsic reward (creates its networks' variables).
 
   Args:
-    observation_spec: The environment's observation spec (passed by the
-      agent factory: `rnd_ppo.rnd_ppo_agent`, `r2d2.r2d2_agent_fn`).
+    observation_spec: The environment's observation spec (passed by
+      `rnd_ppo.rnd_ppo_agent` and R2D2's bonuses).
     coef: Weight of the intrinsic stream: of A_I in RND-PPO's combined
-      advantage, beta of R2D2's reward r_e + beta * r_i.
+      advantage, beta of R2D2's h^-1(Q_E) + beta h^-1(Q_I).
     discount: gamma_I, of the intrinsic returns and their running std.
     non_episodic: Episode ends do not cut the intrinsic stream (RND-PPO's
-      own value head; R2D2 mixes r_i into one episodic return and needs
+      own value head; R2D2's Q_I shares Q_E's episode ends and needs
       False).
     normalize_returns: Divide intrinsic rewards by the running std of
       intrinsic returns.
@@ -70,18 +69,8 @@ def rnd_intrinsic_reward(
     first_visits_only: Pay r_i only on an observation's first visit in its
       episode within the agent's sequence (a rollout, a replayed sequence;
       NovelD's episodic restriction).
-    episodic_memory_size: 0, or NGU's reward for R2D2 and R2D3: the actors'
-      policies count each observation's visits in its episode (up to this
-      many distinct observations) and r_i = 1/sqrt(visits) times the RND
-      modulator; needs normalize_returns and first_visits_only False.
-    max_modulator: L, the clip of NGU's RND modulator (paper: 5).
     observation_fn: Picks the RND input from the observation (e.g.
       `@last_frame` for frame stacks); None: the observation itself.
-    episodic_embedding_fn: None (the episodic memory counts exact
-      observations), or `@intrinsic.controllable_embedding` (not called:
-      gin passes the function): NGU's learned embedding and its k-NN.
-    action_spec: The agent's action spec (passed by R2D2's factory; the
-      embedding's classifier needs it).
 
   Returns:
     A `RndIntrinsicReward`.
@@ -99,11 +88,65 @@ def rnd_intrinsic_reward(
       observation_clip=observation_clip,
       normalize_returns=normalize_returns,
       predictor_update_proportion=predictor_update_proportion,
-      first_visits_only=first_visits_only,
-      episodic_memory_size=episodic_memory_size,
-      max_modulator=max_modulator,
-      episodic_embedding_fn=episodic_embedding_fn,
-      action_spec=action_spec)
+      first_visits_only=first_visits_only)
+
+
+@gin.configurable(module='intrinsic',
+                  denylist=['observation_spec', 'action_spec'])
+def intrinsic_q_bonus(observation_spec, action_spec,
+                      reward_fn: Callable[..., object] = REQUIRED,
+                      arms: bool = REQUIRED) -> q_bonus.IntrinsicQBonus:
+  """R2D2's bonus: an intrinsic reward learnt by the Q network's Q_I head.
+
+  Args:
+    observation_spec: The environment's observation spec (passed by
+      `r2d2.r2d2_agent_fn`).
+    action_spec: The agent's action spec (unused by RND's reward).
+    reward_fn: Builds the reward from `observation_spec=`, e.g.
+      `@intrinsic.rnd_intrinsic_reward`; its `coef` is beta, its
+      `discount` gamma_I of Q_I's targets.
+    arms: Each actor slot acts with its own beta from 0 to coef (NGU's
+      arms); False: every slot with beta = coef.
+  """
+  del action_spec
+  return q_bonus.IntrinsicQBonus(reward_fn(observation_spec=observation_spec),
+                                 arms=arms)
+
+
+@gin.configurable(module='intrinsic',
+                  denylist=['observation_spec', 'action_spec'])
+def ngu_bonus(observation_spec, action_spec,
+              rnd_fn: Callable[..., object] = REQUIRED,
+              memory_size: int = REQUIRED,
+              max_modulator: float = REQUIRED,
+              arms: bool = REQUIRED,
+              embedding_fn: Optional[Callable[..., object]] = None
+              ) -> q_bonus.NguQBonus:
+  """R2D2's bonus with NGU's reward (Badia et al. 2020, section 2).
+
+  Args:
+    observation_spec: The environment's observation spec (passed by
+      `r2d2.r2d2_agent_fn`).
+    action_spec: The agent's action spec (the embedding's classifier).
+    rnd_fn: Builds the RND part from `observation_spec=`, e.g.
+      `@intrinsic.rnd_intrinsic_reward` with `normalize_returns` and
+      `first_visits_only` False; its `coef` is beta, its `discount` gamma_I.
+    memory_size: Distinct observations the actors' policies remember per
+      episode.
+    max_modulator: L, the clip of the RND modulator (paper: 5).
+    arms: As `intrinsic_q_bonus`.
+    embedding_fn: None (the memory counts exact observations), or
+      `@intrinsic.controllable_embedding` (not called: gin passes the
+      function): NGU's learnt embedding and its k-NN.
+  """
+  rnd = rnd_fn(observation_spec=observation_spec)
+  num_actions = int(action_spec.maximum) - int(action_spec.minimum) + 1
+  novelty = (embedding_fn(rnd.input_spec, num_actions) if embedding_fn
+             else episodic.EpisodicCounts())
+  return q_bonus.NguQBonus(
+      ngu.NguReward(rnd, novelty, memory_size, max_modulator,
+                    action_minimum=int(action_spec.minimum)),
+      arms=arms)
 
 
 @gin.configurable(module='intrinsic',
@@ -124,9 +167,8 @@ def controllable_embedding(
 ) -> embedding_lib.ControllableEmbedding:
   """NGU's controllable state f and its action classifier h (MLPs).
 
-  Bind `intrinsic.rnd_intrinsic_reward.episodic_embedding_fn =
-  @intrinsic.controllable_embedding`; the intrinsic reward calls it with
-  its input spec and the number of actions.
+  Bind `intrinsic.ngu_bonus.embedding_fn = @intrinsic.controllable_embedding`;
+  the bonus calls it with RND's input spec and the number of actions.
 
   Args:
     input_spec: Spec of the intrinsic reward's input (unnormalised).

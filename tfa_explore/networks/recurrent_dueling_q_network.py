@@ -11,7 +11,9 @@ dueling head on the same LSTM output: Q_I, the value of the intrinsic
 reward, beside Q_E of the extrinsic one (Agent57, Badia et al. 2020,
 Section 4.1, keeps the two apart; there they are two networks). `call`
 returns Q_E, so a greedy policy and a saved policy act on the task's
-reward; `q_heads` returns both for the learner and the exploring actors.
+reward; `q_heads` returns every head by name (`EXTRINSIC`, and
+`INTRINSIC` with the head) from one pass, for the learner and the
+exploring actors.
 
 Input design. The network input is a dict
 
@@ -113,10 +115,9 @@ class DuelingOutputs(
   __slots__ = ()
 
 
-class QHeads(
-    collections.namedtuple('QHeads', ['extrinsic', 'intrinsic'])):
-  """Q_E and Q_I of a network with an intrinsic head, each `[..., A]`."""
-  __slots__ = ()
+# Keys of `q_heads`: Q_E (what `call` returns) and Q_I (with the head).
+EXTRINSIC = 'extrinsic'
+INTRINSIC = 'intrinsic'
 
 
 class RecurrentDuelingQNetwork(network.Network):
@@ -261,17 +262,16 @@ class RecurrentDuelingQNetwork(network.Network):
 
   def q_heads(self, inputs, step_type=None, network_state=(),
               training=False):
-    """`(QHeads(Q_E, Q_I), next_state)` of a network with an intrinsic head.
+    """`({EXTRINSIC: Q_E[, INTRINSIC: Q_I]}, next_state)`: every head.
 
     One pass of the torso and the LSTM serves both heads.
     """
-    if not self.has_intrinsic_head:
-      raise ValueError(
-          f'{self.name} has no intrinsic head; build it with '
-          'intrinsic_head=True.')
     (extrinsic, intrinsic), next_state = self._heads(
         inputs, step_type, network_state, training)
-    return QHeads(extrinsic.q_values, intrinsic.q_values), next_state
+    heads = {EXTRINSIC: extrinsic.q_values}
+    if intrinsic is not None:
+      heads[INTRINSIC] = intrinsic.q_values
+    return heads, next_state
 
   def _heads(self, inputs, step_type, network_state, training):
     """((extrinsic, intrinsic or None) `DuelingOutputs`, next_state)."""

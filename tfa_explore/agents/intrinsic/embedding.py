@@ -7,13 +7,13 @@ h(f(x_t), f(x_{t+1})) -> p(a_t). What the agent's actions cannot change
 gives that classifier nothing, so f need not tell such observations apart
 and the episodic novelty stops paying for them.
 
-`ControllableEmbedding` holds f, h and their optimizer. An intrinsic
-reward that has one (`RndIntrinsicReward(episodic_embedding_fn=...)`)
-lets the acting policy keep each episode's embeddings
-(`memory_spec`, `novelty`: `maths.episodic_knn_novelty`) and lets the
-agent's learner train f and h on replayed transitions (`train_step`).
-The acting policy reads f's weights (`acting_variables`), so a distributed
-learner publishes them with the Q-network's.
+`ControllableEmbedding` holds f, h and their optimizer. As an
+`episodic.EpisodicNovelty` of NGU's reward (`ngu.NguReward`) it lets the
+acting policy keep each episode's embeddings (`memory_spec`, `novelty`:
+`maths.episodic_knn_novelty`) and the agent's learner train f and h on
+replayed transitions (`train_step`). The acting policy reads f's weights
+(`acting_variables`), so a distributed learner publishes them with the
+Q-network's.
 """
 
 from typing import Optional
@@ -22,11 +22,14 @@ import tensorflow as tf
 from tf_agents.networks import network
 from tf_agents.typing import types
 
+from tfa_explore.agents.intrinsic import episodic
 from tfa_explore.agents.intrinsic import maths
 
 
-class ControllableEmbedding(tf.Module):
+class ControllableEmbedding(episodic.EpisodicNovelty):
   """f and h of NGU's inverse dynamics, with the k-NN settings."""
+
+  trains = True
 
   def __init__(self,
                input_spec: tf.TensorSpec,

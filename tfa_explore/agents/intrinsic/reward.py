@@ -2,25 +2,13 @@
 
 `IntrinsicReward` is what an agent asks of an intrinsic reward:
 
-* `rewards(next_observations, update_statistics)`: the reward of each
-  transition, raw and normalised; with `update_statistics` it first
-  advances the running statistics it normalises with (once per collected
-  batch: the agent decides when);
+* `rewards(next_observations, update_statistics, mask, first_visits)`:
+  the reward of each transition, raw and normalised; with
+  `update_statistics` it first advances the running statistics it
+  normalises with (once per collected batch: the agent decides when);
 * `first_visits(observations, step_types)`: None, or which observations of
   a sequence are new to their episode; the agent passes those of the next
   observations to `rewards`, which pays nothing on the others;
-* `episodic_memory_size`, `episodic_memory_spec()` and
-  `episodic_novelty(observations, is_first, memory)`: with a memory
-  (> 0), the acting policy keeps each env's memory of its episode in its
-  state and records each observation's episodic novelty: 1/sqrt(visits)
-  of exact counts (`maths.episodic_visit_counts`) or, with NGU's
-  controllable embedding, its k-NN kernel (`embedding.py`); the agent
-  passes that novelty of the next observations to `rewards`, which pays
-  NGU's reward (episodic novelty times the RND modulator, Badia et al.
-  2020) instead of the normalised RND error;
-* `acting_variables` (what the acting policy reads besides the Q-network:
-  the embedding) and `train_episodic(observations, actions, transitions)`
-  (the embedding's step on replayed transitions; None without one);
 * `training_inputs(observations)` and `train_step(inputs)`: what its own
   learner trains on (fixed for one update of the agent, cut into the agent's
   minibatches) and one optimisation step on a minibatch of it;
@@ -35,10 +23,11 @@ holds it, so `tf.train.Checkpoint(agent=...)` saves it.
 `RndIntrinsicReward` is Random Network Distillation (Burda et al. 2018,
 arXiv 1810.12894, sections 2.2-2.4); its maths is in `maths.py` and nothing
 in it is PPO's. `RndPPOAgent` holds it (rewards of each rollout, predictor
-steps in its minibatches) and so do `R2D2Agent` and `R2D3Agent` (rewards of
-each replayed batch's trace, `r_e + coef * r_i`, predictor steps on the
-same batch). `NoIntrinsicReward` is the PPO twin's: zero rewards, nothing to
-train or update, `enabled` False (the agent then has no intrinsic stream).
+steps in its minibatches) and so do R2D2 and R2D3 through their
+exploration bonus (`q_bonus.py`). `NoIntrinsicReward` is the PPO twin's:
+zero rewards, nothing to train or update, `enabled` False (the agent then
+has no intrinsic stream). NGU's reward composes RND with an episodic
+novelty (`ngu.py`, `episodic.py`).
 """
 
 import collections
@@ -49,7 +38,6 @@ from tf_agents.networks import network
 from tf_agents.specs import tensor_spec
 from tf_agents.typing import types
 
-from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.intrinsic import normalizers
 from tfa_explore.agents.intrinsic import summaries
@@ -85,42 +73,6 @@ class IntrinsicReward(tf.Module):
     """Whether episode ends leave the intrinsic stream uncut."""
     raise NotImplementedError
 
-  @property
-  def episodic_memory_size(self) -> int:
-    """Distinct observations an acting policy remembers per episode; 0: none."""
-    return 0
-
-  def episodic_memory_spec(self) -> types.NestedTensorSpec:
-    """One env's episodic memory (with `episodic_memory_size > 0`)."""
-    raise NotImplementedError
-
-  def episodic_novelty(self, observations, is_first, memory):
-    """`(novelty [B] float32, memory)`: one step of `[B]` envs' memories.
-
-    Args:
-      observations: `[B, ...]` this step's observations.
-      is_first: `[B]` bool, the step starts an episode (empties the memory).
-      memory: the memories before this step (`episodic_memory_spec` with
-        a batch dim; zeros: empty).
-    """
-    raise NotImplementedError
-
-  @property
-  def acting_variables(self):
-    """Variables the acting policy reads (a learner publishes them)."""
-    return ()
-
-  def train_episodic(self, observations, actions, transitions):
-    """None, or the `(loss, accuracy)` of one step of its episodic model.
-
-    Args:
-      observations: `[B, T, ...]` replayed observations.
-      actions: `[B, T]` the actions taken at them.
-      transitions: `[B, T - 1]` bool, t -> t + 1 is a step of one episode.
-    """
-    del observations, actions, transitions
-    return None
-
   def first_visits(self, observations, step_types) -> Optional[tf.Tensor]:
     """None, or `[B, T]` bool: observations new to their episode.
 
@@ -132,8 +84,7 @@ class IntrinsicReward(tf.Module):
     return None
 
   def rewards(self, next_observations, update_statistics: bool = False,
-              mask=None, first_visits=None,
-              episodic_novelty=None) -> IntrinsicRewards:
+              mask=None, first_visits=None) -> IntrinsicRewards:
     """Rewards of `[B, T]` transitions from their next observations.
 
     Args:
@@ -147,9 +98,6 @@ class IntrinsicReward(tf.Module):
       first_visits: Optional `[B, T]` bool from `first_visits` (of the next
         observations): the others get reward 0, raw and normalised, and
         the statistics see those zeros.
-      episodic_novelty: `[B, T]` float 1/sqrt(visits in the episode) of the
-        next observations, as the acting policy recorded it; needed with
-        (and only with) an episodic memory.
 
     Returns:
       `IntrinsicRewards` of `[B, T]` float32 tensors.
@@ -200,8 +148,8 @@ class NoIntrinsicReward(IntrinsicReward):
     return False
 
   def rewards(self, next_observations, update_statistics=False, mask=None,
-              first_visits=None, episodic_novelty=None):
-    del update_statistics, mask, first_visits, episodic_novelty
+              first_visits=None):
+    del update_statistics, mask, first_visits
     first = tf.nest.flatten(next_observations)[0]
     zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
     return IntrinsicRewards(raw=zeros, normalized=zeros)
@@ -252,11 +200,6 @@ class RndIntrinsicReward(IntrinsicReward):
       normalize_returns: bool = True,
       predictor_update_proportion: types.Float = 0.25,
       first_visits_only: bool = False,
-      episodic_memory_size: int = 0,
-      max_modulator: types.Float = 5.0,
-      episodic_embedding_fn: Optional[Callable[
-          [tf.TensorSpec, int], embedding_lib.ControllableEmbedding]] = None,
-      action_spec: Optional[types.BoundedTensorSpec] = None,
       name: str = 'rnd_intrinsic_reward',
   ):
     """Creates the component and the variables of its networks.
@@ -293,22 +236,6 @@ class RndIntrinsicReward(IntrinsicReward):
         its episode, as far as the agent's sequence holds it (NovelD's
         episodic restriction, Zhang et al. 2021, arXiv 2110.00860; not in
         the RND paper): `first_visits` then returns the gate.
-      episodic_memory_size: 0, or NGU's reward (Badia et al. 2020, arXiv
-        2002.06038, section 2): the acting policy remembers up to this many
-        distinct observations per episode and records the episodic novelty
-        1/sqrt(visits) of each (exact counts, `maths.episodic_visit_counts`),
-        and r_i = novelty * clip(1 + (err - mean) / std, 1, max_modulator)
-        with the running mean and std of RND errors. Not with
-        `normalize_returns` or `first_visits_only`; R2D2's policies carry
-        the memory.
-      max_modulator: L of NGU's modulator clip (paper: 5).
-      episodic_embedding_fn: None (the memory counts exact observations),
-        or NGU's controllable state: called with the RND input spec and the
-        number of actions, returns the `embedding.ControllableEmbedding`
-        whose k-NN kernel the memory counts with; needs an
-        `episodic_memory_size` and `action_spec`.
-      action_spec: The agent's scalar action spec (for the embedding's
-        action classifier).
       name: Module name.
 
     Raises:
@@ -322,29 +249,9 @@ class RndIntrinsicReward(IntrinsicReward):
     if not 0.0 < predictor_update_proportion <= 1.0:
       raise ValueError('predictor_update_proportion must be in (0, 1], got '
                        f'{predictor_update_proportion}.')
-    if episodic_memory_size < 0:
-      raise ValueError('episodic_memory_size must be >= 0, got '
-                       f'{episodic_memory_size}.')
-    if episodic_memory_size and (normalize_returns or first_visits_only):
-      raise ValueError(
-          'An episodic memory (episodic_memory_size > 0) pays NGU\'s reward, '
-          'which is neither divided by the return std nor gated by the '
-          'sequence: set normalize_returns = False and first_visits_only = '
-          'False (gin: intrinsic.rnd_intrinsic_reward.*).')
-    if max_modulator < 1.0:
-      raise ValueError(f'max_modulator must be >= 1, got {max_modulator}.')
-    if episodic_embedding_fn is not None and not episodic_memory_size:
-      raise ValueError(
-          'An episodic embedding needs an episodic memory to count in: set '
-          'episodic_memory_size > 0 (gin: intrinsic.rnd_intrinsic_reward.'
-          'episodic_memory_size).')
-    if episodic_embedding_fn is not None and action_spec is None:
-      raise ValueError(
-          'An episodic embedding learns to predict actions and needs the '
-          "agent's action_spec (R2D2's and R2D3's factory, r2d2.r2d2_agent_fn, "
-          'passes it; RND-PPO has no episodic memory).')
     self._observation_fn = observation_fn or (lambda observation: observation)
     input_spec = self._input_spec(observation_spec)
+    self._rnd_input_spec = input_spec
     if target_net is None and predictor_net is None and networks_fn:
       target_net, predictor_net = networks_fn(input_spec)
     for net_name, net in (('target_net', target_net),
@@ -373,16 +280,6 @@ class RndIntrinsicReward(IntrinsicReward):
         input_spec, clip_value=observation_clip,
         enabled=normalize_observations)
     self._return_normalizer = normalizers.IntrinsicReturnNormalizer(discount)
-    self._episodic_memory_size = int(episodic_memory_size)
-    self._max_modulator = float(max_modulator)
-    # Only with a memory: other components' checkpoints stay as they were.
-    self._error_moments = (normalizers.ErrorMoments()
-                           if episodic_memory_size else None)
-    self._embedding = None
-    if episodic_embedding_fn is not None:
-      self._action_minimum = int(action_spec.minimum)
-      num_actions = int(action_spec.maximum) - self._action_minimum + 1
-      self._embedding = episodic_embedding_fn(input_spec, num_actions)
 
   def _input_spec(self, observation_spec):
     example = tensor_spec.zero_spec_nest(observation_spec, outer_dims=[1])
@@ -425,13 +322,27 @@ class RndIntrinsicReward(IntrinsicReward):
   def return_normalizer(self):
     return self._return_normalizer
 
-  def _raw_inputs(self, observations):
+  @property
+  def input_spec(self):
+    """Spec of one RND input (`raw_inputs` of one observation)."""
+    return self._rnd_input_spec
+
+  @property
+  def normalize_returns(self):
+    return self._normalize_returns
+
+  @property
+  def first_visits_only(self):
+    return self._first_visits_only
+
+  def raw_inputs(self, observations):
+    """The RND inputs of observations (any outer dims), unnormalised."""
     return tf.cast(self._observation_fn(observations), tf.float32)
 
   def inputs(self, observations):
     """Normalised, clipped RND inputs of observations (any outer dims)."""
     return self._observation_normalizer.normalize(
-        self._raw_inputs(observations))
+        self.raw_inputs(observations))
 
   def raw_rewards(self, observations):
     """Prediction errors of observations (any outer dims), no state change."""
@@ -440,73 +351,15 @@ class RndIntrinsicReward(IntrinsicReward):
     predicted, _ = self._predictor_net(inputs)
     return maths.prediction_error(predicted, target)
 
-  @property
-  def episodic_memory_size(self):
-    return self._episodic_memory_size
-
-  @property
-  def error_moments(self):
-    """Running moments of raw errors (NGU's modulator); None without memory."""
-    return self._error_moments
-
-  @property
-  def episodic_embedding(self):
-    """The `embedding.ControllableEmbedding`, or None (exact counts)."""
-    return self._embedding
-
-  def episodic_memory_spec(self):
-    if not self._episodic_memory_size:
-      raise ValueError('This intrinsic reward has no episodic memory '
-                       '(episodic_memory_size = 0).')
-    if self._embedding is not None:
-      return self._embedding.memory_spec(self._episodic_memory_size)
-    size = self._episodic_memory_size
-    return {
-        'keys': tf.TensorSpec([size], tf.int64),
-        'counts': tf.TensorSpec([size], tf.int32),
-        'size': tf.TensorSpec([], tf.int32),
-    }
-
-  def episodic_novelty(self, observations, is_first, memory):
-    inputs = self._raw_inputs(observations)
-    if self._embedding is not None:
-      return self._embedding.novelty(inputs, is_first, memory)
-    keys = maths.observation_keys(inputs[:, None])[:, 0]
-    visits, memory = maths.episodic_visit_counts(keys, is_first, memory)
-    return tf.math.rsqrt(tf.cast(visits, tf.float32)), memory
-
-  @property
-  def acting_variables(self):
-    if self._embedding is None:
-      return ()
-    return self._embedding.acting_variables
-
-  def train_episodic(self, observations, actions, transitions):
-    if self._embedding is None:
-      return None
-    inputs = self._raw_inputs(observations)
-    pairs = tf.where(transitions)
-    return self._embedding.train_step(
-        tf.gather_nd(inputs[:, :-1], pairs),
-        tf.gather_nd(inputs[:, 1:], pairs),
-        tf.gather_nd(actions[:, :-1], pairs) - self._action_minimum,
-        tf.ones([tf.shape(pairs)[0]]))
-
   def first_visits(self, observations, step_types):
     if not self._first_visits_only:
       return None
     return maths.first_visits(
-        maths.observation_keys(self._raw_inputs(observations)), step_types)
+        maths.observation_keys(self.raw_inputs(observations)), step_types)
 
   def rewards(self, next_observations, update_statistics=False, mask=None,
-              first_visits=None, episodic_novelty=None):
+              first_visits=None):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
-    if (episodic_novelty is not None) != bool(self._episodic_memory_size):
-      raise ValueError(
-          'episodic_novelty is needed with an episodic memory and only with '
-          f'one (episodic_memory_size = {self._episodic_memory_size}).')
-    if episodic_novelty is not None:
-      return self._ngu_rewards(raw, episodic_novelty, update_statistics, mask)
     if first_visits is not None:
       raw *= tf.cast(first_visits, raw.dtype)
     if not self._normalize_returns:
@@ -518,16 +371,6 @@ class RndIntrinsicReward(IntrinsicReward):
     with tf.control_dependencies([filtered_returns]):
       normalized = self._return_normalizer.normalize(raw)
     return IntrinsicRewards(raw=raw, normalized=normalized)
-
-  def _ngu_rewards(self, raw, episodic_novelty, update_statistics, mask):
-    if update_statistics:
-      with tf.control_dependencies([self._error_moments.update(raw, mask)]):
-        raw = tf.identity(raw)
-    modulator = maths.ngu_modulator(raw, self._error_moments.mean(),
-                                    self._error_moments.std(),
-                                    self._max_modulator)
-    return IntrinsicRewards(
-        raw=raw, normalized=tf.cast(episodic_novelty, tf.float32) * modulator)
 
   def training_inputs(self, observations):
     # Inputs and target features stay fixed during the agent's update: the
@@ -553,8 +396,6 @@ class RndIntrinsicReward(IntrinsicReward):
   def build_optimizer(self):
     if hasattr(self._optimizer, 'build'):
       self._optimizer.build(self._predictor_net.trainable_variables)
-    if self._embedding is not None:
-      self._embedding.build_optimizer()
 
   def train_step(self, inputs):
     mask = maths.predictor_update_mask(tf.shape(inputs['targets'])[:-1],
@@ -567,23 +408,21 @@ class RndIntrinsicReward(IntrinsicReward):
     return IntrinsicLoss(loss=loss, update_fraction=tf.reduce_mean(mask))
 
   def update_observation_normalizer(self, observations):
-    self._observation_normalizer.update(self._raw_inputs(observations))
+    self._observation_normalizer.update(self.raw_inputs(observations))
 
-  def _moments(self):
-    if self._episodic_memory_size:
-      return {'error_mean': self._error_moments.mean(),
-              'error_std': self._error_moments.std()}
-    return {'return_std': self._return_normalizer.std(),
-            'return_mean': self._return_normalizer.mean()}
-
-  def write_summaries(self, step, rewards, weights, update_fraction):
+  def write_summaries(self, step, rewards, weights, update_fraction,
+                      moments=None):
+    """As `IntrinsicReward`'s; `moments` replace the return statistics."""
+    if moments is None:
+      moments = {'return_std': self._return_normalizer.std(),
+                 'return_mean': self._return_normalizer.mean()}
     summaries.write_intrinsic(
         step,
         raw_rewards=rewards.raw,
         normalized_rewards=rewards.normalized,
         weights=weights,
         predictor_update_fraction=update_fraction,
-        **self._moments())
+        **moments)
     if self._observation_normalizer.enabled:
       mean, std = self._observation_normalizer.mean_and_std()
       summaries.write_observation_normalizer(

@@ -14,28 +14,11 @@ Training input. `train(experience)` takes either
 with `T = sequence_config.sequence_length`. The collect policy's info holds
 the recurrent state and the previous action and reward (see `policy.py`).
 
-Exploration bonus (optional, an `intrinsic_reward` component such as
-`RndIntrinsicReward`, the one RND-PPO holds): before the loss, each
-replayed trace step's reward becomes r_e + coef * r_i, with r_i the
-component's normalised reward of the next observation; the component's
-predictor then takes one step on the same batch's real next observations.
-The actors do not see it (their initial priorities are extrinsic).
-With an episodic memory in the component (NGU's reward, `policy.py`), the
-collect policies keep each episode's memory (exact counts, or NGU's
-embeddings) and record the episodic novelty in their info; r_i is that
-novelty of the next observation times the RND modulator. With NGU's
-controllable embedding, it takes one step per batch on the sequences'
-transitions (burn-in included).
-
-Intrinsic head (a `q_network` built with `intrinsic_head=True`): r_i is
-not added to r_e; Q_E learns r_e (discount `gamma`) and Q_I learns r_i
-(discount: the component's `discount`, gamma_I) from the same unroll
-(`learning.sequence_td_errors`), the loss is the sum of their TD losses and
-the priorities use |delta_E| + coef |delta_I|. The collect policies act on
-h^-1(Q_E) + coef h^-1(Q_I); `policy` (evaluated, saved) is greedy on Q_E.
-With one mixed Q the greedy policy maximises r_e + coef r_i and keeps
-chasing novelty when evaluated; NGU and Agent57 evaluate their beta = 0
-arm for that reason.
+Exploration (`exploration`, an `exploration.ExplorationBonus`; default
+none): a bonus adds its terms to the loss and the priorities, picks the
+exploring policy under the collect and actor policies, and updates and
+trains itself on each replayed batch, all through the hooks of
+`exploration.py`; `policy` (evaluated, saved) stays greedy on Q_E.
 
 Learner step: unroll online and target networks from the stored state,
 burning in `burn_in_steps` without gradient; rescaled n-step double-Q
@@ -45,8 +28,9 @@ priorities 0.9 max + 0.1 mean |delta|; copy the target network every
 
 Subclasses build their loss from the same public parts `_loss` uses
 (R2D3 does): `td_errors` (one unroll of both networks, TD errors for any
-n), `sequence_loss_weights`, `td_loss`, `sequence_priorities` and
-`td_loss_info`; the hyperparameters are read-only properties.
+n), `sequence_loss_weights`, `td_loss`, `exploration_loss`,
+`sequence_priorities` and `td_loss_info`; the hyperparameters are
+read-only properties.
 
 Gin: the agent is built by the experiments' factory
 (`r2d2.r2d2_agent_fn`), which is its one gin surface; the class itself is
@@ -63,8 +47,8 @@ from tf_agents.trajectories import trajectory as trajectory_lib
 from tf_agents.utils import common
 from tf_agents.utils import eager_utils
 
-from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import config as r2d2_config
+from tfa_explore.agents.r2d2 import exploration as exploration_lib
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
@@ -83,7 +67,7 @@ class R2D2LossInfo(
     collections.namedtuple('R2D2LossInfo', [
         'td_loss', 'priorities', 'importance_weights', 'q_mean', 'q_max',
         'target_mean', 'abs_td_error_mean', 'valid_fraction',
-        'intrinsic_td_loss'
+        'exploration_loss'
     ])):
   """`LossInfo.extra` of `R2D2Agent`.
 
@@ -97,7 +81,7 @@ class R2D2LossInfo(
     abs_td_error_mean: |delta_t| over valid trace steps.
     valid_fraction: share of trace steps with a target (padding, episode
       ends and the bootstrap step have none).
-    intrinsic_td_loss: Q_I's TD loss (0 without an intrinsic head).
+    exploration_loss: the exploration bonus's loss (0 without one).
   """
   __slots__ = ()
 
@@ -152,22 +136,6 @@ def split_experience(experience):
       f'trajectory, sample_info); got {type(experience).__name__}.')
 
 
-def _trajectory_of(experience):
-  """The `[B, T]` trajectory of any `train` input (R2D3's too)."""
-  if isinstance(experience, trajectory_lib.Trajectory):
-    return experience
-  return experience[0]
-
-
-def _replace_trajectory(experience, trajectory):
-  """`experience` with another trajectory, of the same input type."""
-  if isinstance(experience, trajectory_lib.Trajectory):
-    return trajectory
-  if hasattr(experience, '_replace'):
-    return experience._replace(trajectory=trajectory)
-  return (trajectory,) + tuple(experience[1:])
-
-
 class R2D2Agent(tf_agent.TFAgent):
   """Recurrent replay distributed DQN; see the module docstring."""
 
@@ -188,8 +156,7 @@ class R2D2Agent(tf_agent.TFAgent):
                huber_delta=None,
                gradient_clipping=None,
                collect_epsilon=0.4,
-               intrinsic_reward=None,
-               intrinsic_arms=False,
+               exploration=None,
                jit_compile=False,
                debug_summaries=False,
                summarize_grads_and_vars=False,
@@ -223,17 +190,8 @@ class R2D2Agent(tf_agent.TFAgent):
         Ape-X setup).
       collect_epsilon: epsilon of `collect_policy` (actor 0 of the paper's
         schedule: 0.4). Distributed actors use `actor_collect_policy`.
-      intrinsic_reward: None, or an `intrinsic.IntrinsicReward` whose
-        reward is added to the replayed rewards (see the module docstring).
-        Its stream must be episodic (`non_episodic=False`): it shares the
-        Q value's episode ends (and, without an intrinsic head, its
-        discount; Q_I discounts by the component's `discount`). Needed
-        by a `q_network` with an intrinsic head, which learns it apart
-        (module docstring).
-      intrinsic_arms: with an intrinsic head, `actor_collect_policy` gives
-        each actor slot its own beta from 0 to coef (NGU's arms, Badia et
-        al. 2020, appendix A; `policy.slot_intrinsic_weights`); False: every
-        slot acts with beta = coef.
+      exploration: an `exploration.ExplorationBonus` (module docstring);
+        None: no bonus.
       jit_compile: compute the loss and its gradients in one XLA-compiled
         function (`_loss` of a subclass too). The same maths to float
         tolerance (tests/test_r2d2_agent.py); on CPU it fuses the unrolls'
@@ -247,7 +205,8 @@ class R2D2Agent(tf_agent.TFAgent):
 
     Raises:
       ValueError: for a non-discrete action spec, a network whose input spec
-        does not match the specs, or bad hyperparameters.
+        does not match the specs, bad hyperparameters, or a bonus the
+        agent cannot carry (`ExplorationBonus.check`).
     """
     tf.Module.__init__(self, name=name)
     time_step_spec = tensor_spec.from_spec(time_step_spec)
@@ -268,24 +227,6 @@ class R2D2Agent(tf_agent.TFAgent):
     if target_update_period < 1:
       raise ValueError(
           f'target_update_period must be >= 1, got {target_update_period}.')
-    intrinsic_reward = intrinsic_reward or intrinsic.NoIntrinsicReward()
-    if intrinsic_reward.enabled and intrinsic_reward.non_episodic:
-      raise ValueError(
-          'R2D2Agent adds the intrinsic reward to the extrinsic one in one '
-          'episodic return; build the intrinsic reward with '
-          'non_episodic=False (gin: intrinsic.rnd_intrinsic_reward.'
-          'non_episodic = False).')
-    self._intrinsic_reward = intrinsic_reward
-    intrinsic_reward.build_optimizer()
-    intrinsic_head = getattr(q_network, 'has_intrinsic_head', False)
-    if intrinsic_head and not intrinsic_reward.enabled:
-      raise ValueError(
-          'q_network has an intrinsic head but the agent has no intrinsic '
-          'reward for it to learn; pass intrinsic_reward (gin: '
-          'r2d2.r2d2_agent_fn.intrinsic_reward = '
-          '@intrinsic.rnd_intrinsic_reward) or build the network without '
-          'it (r2d2.r2d2_agent_fn.intrinsic_q_head = False).')
-
     self._q_network = q_network
     q_network.create_variables()
     self._target_q_network = common.maybe_copy_target_network_with_checks(
@@ -299,11 +240,7 @@ class R2D2Agent(tf_agent.TFAgent):
         use_stored_state=use_stored_state,
         rescale_values=rescale_values,
         rescale_epsilon=value_rescale_epsilon,
-        action_minimum=int(action_spec.minimum),
-        intrinsic_weight=(float(intrinsic_reward.coef) if intrinsic_head
-                          else None),
-        intrinsic_gamma=(float(intrinsic_reward.discount) if intrinsic_head
-                         else None))
+        action_minimum=int(action_spec.minimum))
     self._target_update_period = target_update_period
     self._importance_sampling_exponent = importance_sampling_exponent
     self._priority_max_weight = priority_max_weight
@@ -321,51 +258,23 @@ class R2D2Agent(tf_agent.TFAgent):
 
       self._loss_and_gradients = loss_and_gradients
 
-    if intrinsic_arms and not intrinsic_head:
-      raise ValueError(
-          'intrinsic_arms needs a q_network with an intrinsic head (gin: '
-          'r2d2.r2d2_agent_fn.intrinsic_q_head = True): an arm weighs Q_I '
-          'against Q_E.')
-    self._intrinsic_arms = intrinsic_arms
+    self._exploration = exploration or exploration_lib.ExplorationBonus()
     self._policy_specs = (time_step_spec, action_spec)
-    policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec, q_network)
-    self._exploring_policy = policy
-    if intrinsic_head or intrinsic_reward.episodic_memory_size:
-      self._exploring_policy = self._make_exploring_policy(
-          self._td_settings.intrinsic_weight)
+    self._policy = r2d2_policy.R2D2Policy(time_step_spec, action_spec,
+                                          q_network)
+    self._exploration.check(self)
+    self._exploring_policy = self._exploration.exploring_policy(self)
     collect_policy = r2d2_policy.R2D2CollectPolicy(self._exploring_policy,
                                                    collect_epsilon)
     super().__init__(
         time_step_spec,
         action_spec,
-        policy,
+        self._policy,
         collect_policy,
         train_sequence_length=sequence_config.sequence_length,
         debug_summaries=debug_summaries,
         summarize_grads_and_vars=summarize_grads_and_vars,
         train_step_counter=train_step_counter)
-
-  def _make_exploring_policy(self, intrinsic_weight):
-    """Greedy on h^-1(Q_E) + intrinsic_weight h^-1(Q_I), with the memory.
-
-    `intrinsic_weight`: a float, or `[B, 1]` (one beta per env); None (no
-    intrinsic head) is greedy on the one Q.
-    """
-    heads_fn = None
-    if intrinsic_weight is not None:
-      settings = self._td_settings
-
-      def heads_fn(heads):
-        return losses.mixed_action_values(
-            heads.extrinsic, heads.intrinsic, intrinsic_weight,
-            settings.rescale_values, settings.rescale_epsilon)
-
-    component = self._intrinsic_reward
-    time_step_spec, action_spec = self._policy_specs
-    return r2d2_policy.R2D2Policy(
-        time_step_spec, action_spec, self._q_network, heads_fn=heads_fn,
-        episodic_memory=(component if component.episodic_memory_size
-                         else None))
 
   @property
   def sequence_config(self):
@@ -385,9 +294,14 @@ class R2D2Agent(tf_agent.TFAgent):
     return self._optimizer
 
   @property
-  def intrinsic_reward(self):
-    """The `intrinsic.IntrinsicReward` (`NoIntrinsicReward`: none)."""
-    return self._intrinsic_reward
+  def exploration(self):
+    """The `exploration.ExplorationBonus` (the base class: none)."""
+    return self._exploration
+
+  @property
+  def policy_specs(self):
+    """`(time_step_spec, action_spec)` of the policies (for a bonus's)."""
+    return self._policy_specs
 
   @property
   def n_step(self):
@@ -420,21 +334,16 @@ class R2D2Agent(tf_agent.TFAgent):
     An actor stepping a batch of `envs_per_actor` environments explores in
     env k like actor `actor_index * envs_per_actor + k` of
     `num_actors * envs_per_actor`: each env is one of the paper's actors.
-    With `intrinsic_arms` each env also acts with its own beta
-    (`policy.slot_intrinsic_weights`, NGU's arms).
+    The exploration bonus gives the greedy policy under it, per slot.
     """
     epsilons = r2d2_policy.slot_epsilons(actor_index, num_actors,
                                          envs_per_actor)
     # One env keeps a scalar epsilon, as an unbatched policy expects.
     epsilon = (epsilons[0] if envs_per_actor == 1 else
                tf.constant(epsilons, tf.float32))
-    exploring_policy = self._exploring_policy
-    if self._intrinsic_arms:
-      weights = r2d2_policy.slot_intrinsic_weights(
-          actor_index, num_actors, envs_per_actor,
-          self._td_settings.intrinsic_weight)
-      exploring_policy = self._make_exploring_policy(
-          tf.constant(weights, tf.float32)[:, None])
+    exploring_policy = self._exploration.exploring_policy(
+        self, exploration_lib.ActorSlots(actor_index, num_actors,
+                                         envs_per_actor))
     return r2d2_policy.R2D2CollectPolicy(exploring_policy, epsilon)
 
   def _initialize(self):
@@ -446,8 +355,7 @@ class R2D2Agent(tf_agent.TFAgent):
         self._q_network.variables, self._target_q_network.variables,
         tau=1.0, tau_non_trainable=1.0)
 
-  def td_errors(self, trajectory, n_steps=None, training=False,
-                intrinsic_rewards=None):
+  def td_errors(self, trajectory, n_steps=None, training=False):
     """TD errors of `[B, T]` sequences from one unroll of both networks.
 
     `learning.sequence_td_errors` of the online and target networks with
@@ -457,8 +365,6 @@ class R2D2Agent(tf_agent.TFAgent):
       trajectory: `[B, T]` `Trajectory` in `collect_data_spec`.
       n_steps: the n to compute targets for; None for `(n_step,)`.
       training: passed to the online network.
-      intrinsic_rewards: None, or `[B, T]` r_i (`intrinsic_rewards`) for
-        Q_I's errors; only with an intrinsic head.
 
     Returns:
       `learning.TdErrors`; `by_n_step[n]` holds each n's errors.
@@ -467,7 +373,7 @@ class R2D2Agent(tf_agent.TFAgent):
         self._q_network, self._target_q_network, trajectory,
         self._td_settings,
         n_steps=(self._n_step,) if n_steps is None else tuple(n_steps),
-        training=training, intrinsic_rewards=intrinsic_rewards)
+        training=training)
 
   def check_sequence_length(self, trajectory):
     """Raises ValueError unless sequences have `sequence_length` steps."""
@@ -508,35 +414,31 @@ class R2D2Agent(tf_agent.TFAgent):
                                  n_step_errors.valid, loss_weights,
                                  self._huber_delta)
 
-  def intrinsic_td_loss(self, errors, loss_weights):
-    """Q_I's weighted n-step TD loss; 0 without its errors."""
-    intrinsic = errors.intrinsic_by_n_step.get(self._n_step)
-    if intrinsic is None:
-      return tf.constant(0.0)
-    return self.td_loss(intrinsic, loss_weights)
+  def exploration_loss(self, trajectory, errors, loss_weights):
+    """The exploration bonus's `ExplorationLoss` of a batch's unroll."""
+    return self._exploration.loss(self, trajectory, errors, loss_weights)
 
-  def sequence_priorities(self, n_step_errors, intrinsic_errors=None):
+  def sequence_priorities(self, n_step_errors, priority_errors=None):
     """`[B]` priorities eta max|delta| + (1 - eta) mean|delta|, no gradient.
 
-    With Q_I's errors, |delta| is |delta_E| + coef |delta_I|.
+    `priority_errors`: None, or the bonus's `[B, T']` addition to |delta|.
     """
     abs_errors = tf.abs(n_step_errors.td_errors)
-    if intrinsic_errors is not None:
-      abs_errors += self._td_settings.intrinsic_weight * tf.abs(
-          intrinsic_errors.td_errors)
+    if priority_errors is not None:
+      abs_errors += priority_errors
     return losses.sequence_priorities(
         tf.stop_gradient(abs_errors), n_step_errors.valid,
         eta=self._priority_max_weight)
 
   def td_loss_info(self, errors, td_loss, importance_weights,
-                   intrinsic_td_loss=0.0):
+                   exploration_loss):
     """`R2D2LossInfo` of a batch: priorities and statistics of the n-step TD.
 
     Args:
       errors: `learning.TdErrors` holding `n_step`'s errors.
       td_loss: the n-step TD loss (of Q_E).
       importance_weights: `[B]`, from `sequence_loss_weights`.
-      intrinsic_td_loss: Q_I's, from `intrinsic_td_loss`.
+      exploration_loss: from `exploration_loss`.
     """
     n_step_errors = errors.by_n_step[self._n_step]
     valid_steps = n_step_errors.valid
@@ -551,134 +453,44 @@ class R2D2Agent(tf_agent.TFAgent):
     return R2D2LossInfo(
         td_loss=td_loss,
         priorities=self.sequence_priorities(
-            n_step_errors, errors.intrinsic_by_n_step.get(self._n_step)),
+            n_step_errors, exploration_loss.priority_errors),
         importance_weights=importance_weights,
         q_mean=valid_mean(selected),
         q_max=tf.reduce_max(tf.where(valid_steps, selected, -float('inf'))),
         target_mean=valid_mean(n_step_errors.targets),
         abs_td_error_mean=valid_mean(tf.abs(n_step_errors.td_errors)),
         valid_fraction=tf.reduce_mean(valid),
-        intrinsic_td_loss=tf.convert_to_tensor(intrinsic_td_loss,
-                                               tf.float32))
+        exploration_loss=tf.convert_to_tensor(exploration_loss.loss,
+                                              tf.float32))
 
-  def _loss(self, experience, weights=None, training=False,
-            intrinsic_rewards=None):
+  def _loss(self, experience, weights=None, training=False):
     trajectory, sample_info = split_experience(experience)
     self.check_sequence_length(trajectory)
-    errors = self.td_errors(trajectory, training=training,
-                            intrinsic_rewards=intrinsic_rewards)
+    errors = self.td_errors(trajectory, training=training)
     importance_weights, loss_weights = self.sequence_loss_weights(
         sample_info, weights,
         batch_size=tf.shape(errors.selected_q_values)[0])
     td_loss = self.td_loss(errors.by_n_step[self._n_step], loss_weights)
-    intrinsic_td_loss = self.intrinsic_td_loss(errors, loss_weights)
+    exploration_loss = self.exploration_loss(trajectory, errors,
+                                             loss_weights)
     extra = self.td_loss_info(errors, td_loss, importance_weights,
-                              intrinsic_td_loss)
-    return tf_agent.LossInfo(loss=td_loss + intrinsic_td_loss, extra=extra)
+                              exploration_loss)
+    return tf_agent.LossInfo(loss=td_loss + exploration_loss.loss,
+                             extra=extra)
 
-  def _loss_and_gradients_of(self, experience, weights,
-                             intrinsic_rewards=None):
+  def _loss_and_gradients_of(self, experience, weights):
     """(LossInfo, gradients of the q network's trainable weights)."""
     variables = self._q_network.trainable_weights
     with tf.GradientTape(watch_accessed_variables=False) as tape:
       tape.watch(variables)
-      loss_info = self._loss(experience, weights=weights, training=True,
-                             intrinsic_rewards=intrinsic_rewards)
+      loss_info = self._loss(experience, weights=weights, training=True)
     return loss_info, tape.gradient(loss_info.loss, variables)
-
-  @property
-  def has_intrinsic_head(self):
-    """Whether Q_I learns r_i apart from Q_E (module docstring)."""
-    return self._td_settings.intrinsic_weight is not None
-
-  def with_intrinsic_rewards(self, experience):
-    """`experience` with r_e + coef * r_i on its trace steps, and a step.
-
-    `intrinsic_rewards` added to the rewards (see there). Returns
-    `experience` unchanged when there is no intrinsic reward.
-    """
-    if not self._intrinsic_reward.enabled:
-      return experience
-    trajectory = _trajectory_of(experience)
-    bonus = self._intrinsic_reward.coef * self.intrinsic_rewards(experience)
-    reward = trajectory.reward + tf.cast(bonus, trajectory.reward.dtype)
-    return _replace_trajectory(experience,
-                               trajectory._replace(reward=reward))
-
-  def intrinsic_rewards(self, experience):
-    """`[B, T]` r_i of a batch's trace steps, and a predictor step.
-
-    r_i of trace step t is the component's normalised reward of the next
-    observation, on steps whose next step is real (same episode, not
-    padding); burn-in steps and the last step get 0 (no target uses
-    their reward). With the component's first-visit gate, r_i is paid on
-    next observations not seen earlier in the sequence's episode (burn-in
-    included). With the component's episodic memory, r_i is NGU's: the
-    episodic novelty the actor's policy recorded for each next observation
-    times the RND modulator. In order: the RND input statistics take the
-    batch's real observations, the rewards are computed (advancing the return
-    statistics over the real transitions), then the predictor takes one
-    step on those next observations (and an embedding, if any, one on the
-    real transitions).
-    """
-    component = self._intrinsic_reward
-    trajectory = _trajectory_of(experience)
-    burn_in = self._sequence_config.burn_in_steps
-    real = learning.step_mask(trajectory.step_type)
-    # Trace transitions t -> t+1 inside one real segment.
-    transitions = tf.logical_and(real[:, burn_in:-1], real[:, burn_in + 1:])
-    next_observations = tf.nest.map_structure(
-        lambda x: x[:, burn_in + 1:], trajectory.observation)
-    component.update_observation_normalizer(tf.nest.map_structure(
-        lambda x: tf.boolean_mask(x, real), trajectory.observation))
-    first_visits = component.first_visits(trajectory.observation,
-                                          trajectory.step_type)
-    if first_visits is not None:
-      # Burn-in steps count as seen: the gate of each next observation.
-      first_visits = first_visits[:, burn_in + 1:]
-    episodic_novelty = None
-    if component.episodic_memory_size:
-      # Recorded by the actor's policy when it saw each next observation.
-      episodic_novelty = trajectory.policy_info[
-          r2d2_policy.EPISODIC_NOVELTY][:, burn_in + 1:]
-    rewards = component.rewards(next_observations, update_statistics=True,
-                                mask=transitions, first_visits=first_visits,
-                                episodic_novelty=episodic_novelty)
-    weights = tf.cast(transitions, tf.float32)
-    bonus = rewards.normalized * weights
-    batch_size = tf.shape(bonus)[0]
-    bonus = tf.concat([tf.zeros([batch_size, burn_in]), bonus,
-                       tf.zeros([batch_size, 1])], axis=1)
-    with tf.control_dependencies([bonus]):
-      predictor = component.train_step(component.training_inputs(
-          tf.nest.map_structure(lambda x: tf.boolean_mask(x, transitions),
-                                next_observations)))
-      # The embedding learns from every transition of the sequence's
-      # episode, burn-in included.
-      embedding = component.train_episodic(
-          trajectory.observation, trajectory.action,
-          tf.logical_and(real[:, :-1], real[:, 1:]))
-    if self.summaries_enabled:
-      component.write_summaries(self.train_step_counter, rewards, weights,
-                                predictor.update_fraction)
-      tf.summary.scalar('Losses/predictor_loss', predictor.loss,
-                        step=self.train_step_counter)
-      if embedding is not None:
-        tf.summary.scalar('Losses/embedding_loss', embedding[0],
-                          step=self.train_step_counter)
-        tf.summary.scalar('Intrinsic/action_prediction_accuracy',
-                          embedding[1], step=self.train_step_counter)
-    return bonus
 
   def _train(self, experience, weights=None):
     variables = self._q_network.trainable_weights
-    intrinsic_rewards = None
-    if self.has_intrinsic_head:
-      intrinsic_rewards = self.intrinsic_rewards(experience)
-    else:
-      experience = self.with_intrinsic_rewards(experience)
-    loss_info, gradients = self._loss_and_gradients(experience, weights,
-                                                    intrinsic_rewards)
+    trajectory, _ = split_experience(experience)
+    observed = self._exploration.observe(self, trajectory)
+    loss_info, gradients = self._loss_and_gradients(experience, weights)
     tf.debugging.check_numerics(loss_info.loss, 'R2D2 loss is inf or nan')
     grads_and_vars = list(zip(gradients, variables))
     if self._gradient_clipping is not None:
@@ -689,6 +501,9 @@ class R2D2Agent(tf_agent.TFAgent):
                                           self.train_step_counter)
       eager_utils.add_gradients_summaries(grads_and_vars,
                                           self.train_step_counter)
+    with tf.control_dependencies([loss_info.loss]):
+      # After the loss: the bonus's steps change what its rewards read.
+      self._exploration.train_step(self, trajectory, observed, loss_info)
     self._optimizer.apply_gradients(grads_and_vars)
     self.train_step_counter.assign_add(1)
     # The counter is checkpointed, so the copy schedule survives restarts.
@@ -697,8 +512,7 @@ class R2D2Agent(tf_agent.TFAgent):
         lambda: tf.group(self._update_target()), tf.no_op)
     if self.summaries_enabled:
       summaries.write_loss_info(loss_info.extra, self.train_step_counter,
-                                debug=self._debug_summaries,
-                                intrinsic_head=self.has_intrinsic_head)
+                                debug=self._debug_summaries)
     return loss_info
 
   def initial_priorities_fn(self):

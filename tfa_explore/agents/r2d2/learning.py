@@ -12,22 +12,20 @@ Sequences are `Trajectory`s shaped `[B, T]` with
 `T = SequenceConfig.sequence_length` and the policy info of
 `policy.R2D2Policy`.
 
-With an intrinsic head (`TdSettings.intrinsic_weight` set) the same
-unroll gives both heads' errors: Q_E learns r_e by double Q with its own
-argmax (the greedy policy the agent is evaluated on, Agent57's beta = 0
-arm), Q_I learns r_i with the argmax of h^-1(Q_E) + beta h^-1(Q_I) (the
-exploring actors' policy, Agent57's target policy).
+The unroll keeps every head of the network (`TdErrors.online_heads`,
+`target_heads`); the TD errors here are Q_E's. An exploration bonus
+computes a second head's errors from the same unroll with
+`n_step_td_errors` (`agents/r2d2/exploration.py`).
 """
 
 import collections
 import dataclasses
-from typing import Optional
-
 import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
 
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 
 def step_mask(step_type):
@@ -58,8 +56,8 @@ def step_mask(step_type):
 
 
 def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
-           training=False, heads=False):
-  """Q values of the steps after the burn-in, `[B, T - burn_in_steps, A]`.
+           training=False):
+  """Q values of every head after the burn-in, each `[B, T - burn_in_steps, A]`.
 
   The unroll starts from the state stored at the first step (or zeros if
   `use_stored_state` is False, the paper's zero-state ablation), runs the
@@ -67,16 +65,14 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
   rest. No gradient reaches the burn-in steps' inputs or computation.
 
   Args:
-    q_network: a `RecurrentDuelingQNetwork` (or any network with its call
-      signature).
+    q_network: a `RecurrentDuelingQNetwork`.
     trajectory: `[B, T]` `Trajectory` with R2D2 policy info.
     burn_in_steps: Python int.
     use_stored_state: start from `policy_info['network_state'][:, 0]`.
     training: passed to the network.
-    heads: return the `QHeads` of a network with an intrinsic head.
 
   Returns:
-    float `[B, T - burn_in_steps, A]`, or `QHeads` of two such.
+    `q_network.q_heads`' dict of float `[B, T - burn_in_steps, A]`.
   """
   info = trajectory.policy_info
   inputs = r2d2_policy.network_inputs(trajectory.observation, info)
@@ -92,20 +88,19 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
   def time_slice(nest, start, stop=None):
     return tf.nest.map_structure(lambda t: t[:, start:stop], nest)
 
-  network = q_network.q_heads if heads else q_network
   if burn_in_steps > 0:
-    _, state = network(
+    _, state = q_network.q_heads(
         time_slice(inputs, 0, burn_in_steps),
         step_type=step_type[:, :burn_in_steps],
         network_state=state,
         training=training)
     state = tf.nest.map_structure(tf.stop_gradient, state)
-  q_values, _ = network(
+  heads, _ = q_network.q_heads(
       time_slice(inputs, burn_in_steps),
       step_type=step_type[:, burn_in_steps:],
       network_state=state,
       training=training)
-  return q_values
+  return heads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,9 +117,6 @@ class TdSettings:
     rescale_values: targets through value rescaling h and h^-1.
     rescale_epsilon: eps of h.
     action_minimum: the action spec's minimum; Q value index = action - it.
-    intrinsic_weight: None, or beta of a network with an intrinsic head:
-      the exploring argmax maximises h^-1(Q_E) + beta h^-1(Q_I).
-    intrinsic_gamma: discount of Q_I's targets; None: `gamma`.
   """
   burn_in_steps: int
   gamma: float
@@ -132,8 +124,6 @@ class TdSettings:
   rescale_values: bool = True
   rescale_epsilon: float = 1e-3
   action_minimum: int = 0
-  intrinsic_weight: Optional[float] = None
-  intrinsic_gamma: Optional[float] = None
 
 
 class NStepTdErrors(
@@ -154,28 +144,53 @@ class TdErrors(
     collections.namedtuple(
         'TdErrors',
         ['q_values', 'actions', 'selected_q_values', 'step_mask',
-         'by_n_step', 'intrinsic_by_n_step'])):
+         'by_n_step', 'online_heads', 'target_heads'])):
   """One unroll of `[B, T]` sequences and its TD errors for each n.
 
   Every field covers the `T' = T - burn_in_steps` steps after the burn-in.
 
   Fields:
-    q_values: `[B, T', A]` online Q values (with gradient).
+    q_values: `[B, T', A]` online Q_E values (with gradient).
     actions: int32 `[B, T']` Q value index of a_t (padding steps clipped
       into range; they are never `valid`).
     selected_q_values: Q(s_t, a_t), with gradient.
     step_mask: bool, real steps (see `step_mask`).
-    by_n_step: {n: `NStepTdErrors`} for every n asked for.
-    intrinsic_by_n_step: {n: `NStepTdErrors`} of Q_I, given intrinsic
-      rewards (else empty); the other fields are Q_E's.
+    by_n_step: {n: `NStepTdErrors`} of Q_E for every n asked for.
+    online_heads, target_heads: every head of each unroll (`unroll`); the
+      target's without gradient.
   """
   __slots__ = ()
 
 
+def n_step_td_errors(rewards, discounts, argmax_q, evaluated_q, selected,
+                     step_mask, settings, n_steps, gamma):
+  """{n: `NStepTdErrors`} of one head's `[B, T']` values after the burn-in.
+
+  Double Q: `argmax_q` picks the bootstrap action, `evaluated_q` values it
+  (no gradient through either); `selected` is Q(s_t, a_t) of the trained
+  head. Rescaling is `settings`'; the discount `gamma` is the head's.
+  """
+  by_n_step = {}
+  for n_step in n_steps:
+    if n_step in by_n_step:
+      continue
+    n_step_targets = losses.n_step_double_q_targets(
+        rewards, discounts, tf.stop_gradient(argmax_q), evaluated_q,
+        num_steps=n_step, gamma=gamma, step_mask=step_mask,
+        rescale_values=settings.rescale_values,
+        rescale_epsilon=settings.rescale_epsilon)
+    by_n_step[n_step] = NStepTdErrors(
+        td_errors=tf.where(n_step_targets.valid,
+                           n_step_targets.targets - selected,
+                           tf.zeros_like(selected)),
+        valid=n_step_targets.valid,
+        targets=n_step_targets.targets)
+  return by_n_step
+
+
 def sequence_td_errors(online_network, target_network, trajectory,
-                       settings, n_steps, training=False,
-                       intrinsic_rewards=None):
-  """TD errors of the trace (and bootstrap) steps of `[B, T]` sequences.
+                       settings, n_steps, training=False):
+  """Q_E's TD errors of the trace (and bootstrap) steps of `[B, T]` sequences.
 
   Both networks unroll the whole sequence once from the stored state; only
   the online network's post-burn-in part carries a gradient. For each n of
@@ -192,30 +207,20 @@ def sequence_td_errors(online_network, target_network, trajectory,
     settings: `TdSettings`.
     n_steps: the n (Python ints >= 1) to compute targets for.
     training: passed to the online network.
-    intrinsic_rewards: None, or float `[B, T]` r_i of the trace steps, for
-      networks with an intrinsic head (`settings.intrinsic_weight` set).
 
   Returns:
     `TdErrors`.
   """
   burn_in_steps = settings.burn_in_steps
-  heads = settings.intrinsic_weight is not None
-  if intrinsic_rewards is not None and not heads:
-    raise ValueError('Intrinsic rewards need TdSettings.intrinsic_weight and '
-                     'a network with an intrinsic head.')
-  online_q = unroll(online_network, trajectory, burn_in_steps,
-                    settings.use_stored_state, training=training, heads=heads)
+  online_heads = unroll(online_network, trajectory, burn_in_steps,
+                        settings.use_stored_state, training=training)
   if target_network is online_network and not training:
     # An actor's priorities: the same network twice gives the same values.
-    target_q = tf.nest.map_structure(tf.stop_gradient, online_q)
+    target_heads = tf.nest.map_structure(tf.stop_gradient, online_heads)
   else:
-    target_q = tf.nest.map_structure(tf.stop_gradient, unroll(
-        target_network, trajectory, burn_in_steps, settings.use_stored_state,
-        heads=heads))
-  online_heads = target_heads = None
-  if heads:
-    online_heads, target_heads = online_q, target_q
-    online_q, target_q = online_q.extrinsic, target_q.extrinsic
+    target_heads = tf.nest.map_structure(tf.stop_gradient, unroll(
+        target_network, trajectory, burn_in_steps, settings.use_stored_state))
+  online_q = online_heads[rdqn.EXTRINSIC]
   mask = step_mask(trajectory.step_type)[:, burn_in_steps:]
   rewards = tf.cast(trajectory.reward[:, burn_in_steps:], online_q.dtype)
   discounts = tf.cast(trajectory.discount[:, burn_in_steps:], online_q.dtype)
@@ -226,43 +231,13 @@ def sequence_td_errors(online_network, target_network, trajectory,
   # their TD error is masked out below.
   actions = tf.clip_by_value(actions, 0, num_actions - 1)
   selected = tf.gather(online_q, actions, axis=-1, batch_dims=2)
-
-  def errors_of(rewards, argmax_q, evaluated_q, selected, gamma):
-    by_n_step = {}
-    for n_step in n_steps:
-      if n_step in by_n_step:
-        continue
-      n_step_targets = losses.n_step_double_q_targets(
-          rewards, discounts, tf.stop_gradient(argmax_q), evaluated_q,
-          num_steps=n_step, gamma=gamma, step_mask=mask,
-          rescale_values=settings.rescale_values,
-          rescale_epsilon=settings.rescale_epsilon)
-      by_n_step[n_step] = NStepTdErrors(
-          td_errors=tf.where(n_step_targets.valid,
-                             n_step_targets.targets - selected,
-                             tf.zeros_like(selected)),
-          valid=n_step_targets.valid,
-          targets=n_step_targets.targets)
-    return by_n_step
-
-  intrinsic_by_n_step = {}
-  if intrinsic_rewards is not None:
-    exploring_q = losses.mixed_action_values(
-        online_heads.extrinsic, online_heads.intrinsic,
-        settings.intrinsic_weight, settings.rescale_values,
-        settings.rescale_epsilon)
-    intrinsic_rewards = tf.cast(intrinsic_rewards[:, burn_in_steps:],
-                                online_q.dtype)
-    intrinsic_by_n_step = errors_of(
-        intrinsic_rewards, exploring_q, target_heads.intrinsic,
-        tf.gather(online_heads.intrinsic, actions, axis=-1, batch_dims=2),
-        settings.gamma if settings.intrinsic_gamma is None
-        else settings.intrinsic_gamma)
   return TdErrors(
       q_values=online_q,
       actions=actions,
       selected_q_values=selected,
       step_mask=mask,
-      by_n_step=errors_of(rewards, online_q, target_q, selected,
-                          settings.gamma),
-      intrinsic_by_n_step=intrinsic_by_n_step)
+      by_n_step=n_step_td_errors(
+          rewards, discounts, online_q, target_heads[rdqn.EXTRINSIC],
+          selected, mask, settings, n_steps, settings.gamma),
+      online_heads=online_heads,
+      target_heads=target_heads)

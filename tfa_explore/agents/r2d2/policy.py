@@ -22,22 +22,12 @@ The learner starts a replayed sequence from `network_state` at its first
 step (R2D2's stored state) and feeds `prev_action` / `prev_reward` as they
 were fed to the actor, so the replay unroll sees exactly the actor's inputs.
 
-With an episodic memory (the exploring policy of an agent whose intrinsic
-reward has `episodic_memory_size > 0`) the state also holds
-`'episodic_memory'`, each env's memory of its current episode (emptied on
-FIRST steps; the intrinsic reward's `episodic_memory_spec`: exact counts
-or NGU's embeddings), and the info `'episodic_novelty'`: the intrinsic
-reward's `episodic_novelty` of this step's observation, this visit
-included (1/sqrt(visits) with exact counts), NGU's episodic reward, which
-the learner reads from replay.
-
-A network with an intrinsic head gives two greedy policies with the same
-state and info: on Q_E (`call`, the agent's `policy`, evaluated and
-saved), and, with `heads_fn`, on a function of both heads (the agent's
-exploring policy, under its collect policies).
+An exploration bonus's exploring policy subclasses `R2D2Policy`: it may
+be greedy on other values of the network's heads (`_action_values`) and
+add entries of its own to the state and info (`extra_state_spec`,
+`extra_info_spec`, `_extra_step`), e.g. an episodic memory and the
+novelty it records for replay.
 """
-
-import math
 
 import tensorflow as tf
 import tensorflow_probability as tfp
@@ -48,8 +38,6 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 NETWORK_STATE = 'network_state'
-EPISODIC_MEMORY = 'episodic_memory'
-EPISODIC_NOVELTY = 'episodic_novelty'
 PREV_ACTION = rdqn.PREV_ACTION_KEY
 PREV_REWARD = rdqn.PREV_REWARD_KEY
 
@@ -92,43 +80,8 @@ def slot_epsilons(actor_index, num_actors, envs_per_actor):
           for k in range(envs_per_actor)]
 
 
-def ngu_intrinsic_weight(arm, num_arms, max_weight):
-  """beta_i of NGU's arm i of N (Badia et al. 2020, appendix A).
-
-  beta_0 = 0 (pure exploitation), beta_{N-1} = max_weight, and between them
-  max_weight * sigmoid(10 (2 i - (N - 2)) / (N - 2)).
-  """
-  if not 0 <= arm < num_arms:
-    raise ValueError(f'arm must be in [0, {num_arms}), got {arm}.')
-  if arm == 0:
-    return 0.0
-  if arm == num_arms - 1:
-    return float(max_weight)
-  x = 10.0 * (2 * arm - (num_arms - 2)) / (num_arms - 2)
-  return float(max_weight / (1.0 + math.exp(-x)))
-
-
-def slot_intrinsic_weights(actor_index, num_actors, envs_per_actor,
-                           max_weight):
-  """beta of each env of a batched actor: NGU's arms over all slots.
-
-  Slot j of N (as in `slot_epsilons`) is arm N - 1 - j: the slot with the
-  largest epsilon (j = 0) explores with max_weight and the one with the
-  smallest acts on Q_E alone (beta 0), the arm closest to the evaluated
-  greedy policy.
-  """
-  num_slots = num_actors * envs_per_actor
-  first_slot = actor_index * envs_per_actor
-  return [ngu_intrinsic_weight(num_slots - 1 - (first_slot + k), num_slots,
-                               max_weight)
-          for k in range(envs_per_actor)]
-
-
-def policy_state_spec(q_network, action_spec, episodic_memory=None):
-  spec = {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
-  if episodic_memory is not None:
-    spec[EPISODIC_MEMORY] = episodic_memory.episodic_memory_spec()
-  return spec
+def policy_state_spec(q_network, action_spec):
+  return {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
 
 
 def _lists_to_tuples(nest):
@@ -149,15 +102,12 @@ def stored_network_state(info, q_network):
                                   tf.nest.flatten(info[NETWORK_STATE]))
 
 
-def info_spec(q_network, action_spec, reward_spec, episodic=False):
-  spec = {
+def info_spec(q_network, action_spec, reward_spec):
+  return {
       NETWORK_STATE: _lists_to_tuples(q_network.state_spec),
       PREV_ACTION: action_spec,
       PREV_REWARD: reward_spec,
   }
-  if episodic:
-    spec[EPISODIC_NOVELTY] = tf.TensorSpec([], tf.float32)
-  return spec
 
 
 def network_inputs(observation, info):
@@ -184,47 +134,45 @@ class R2D2Policy(tf_policy.TFPolicy):
   and `actor_collect_policy` do); the info passes through unchanged.
   """
 
-  def __init__(self, time_step_spec, action_spec, q_network, heads_fn=None,
-               episodic_memory=None, name=None):
+  def __init__(self, time_step_spec, action_spec, q_network,
+               extra_state_spec=None, extra_info_spec=None, name=None):
     """Creates the policy.
 
     Args:
       time_step_spec: the environment's `TimeStep` spec.
       action_spec: scalar bounded integer spec.
       q_network: a `RecurrentDuelingQNetwork`.
-      heads_fn: None (greedy on `q_network`'s Q values), or a callable
-        `QHeads -> [B, A]` values to be greedy on, for a network with an
-        intrinsic head.
-      episodic_memory: None, or an intrinsic reward with
-        `episodic_memory_size > 0` that keeps the memory (module
-        docstring).
+      extra_state_spec, extra_info_spec: a subclass's own state and info
+        entries (dicts), filled by its `_extra_step`.
       name: policy name.
     """
-    if heads_fn is not None and not q_network.has_intrinsic_head:
-      raise ValueError('heads_fn needs a q_network with an intrinsic head.')
-    memory_size = 0
-    if episodic_memory is not None:
-      memory_size = episodic_memory.episodic_memory_size
-      if memory_size < 1:
-        raise ValueError('episodic_memory needs episodic_memory_size >= 1, '
-                         f'got {memory_size}.')
     self._q_network = q_network
-    self._heads_fn = heads_fn
-    self._episodic_memory = episodic_memory
     super().__init__(
         time_step_spec,
         action_spec,
-        policy_state_spec=policy_state_spec(q_network, action_spec,
-                                            episodic_memory),
-        info_spec=info_spec(q_network, action_spec, time_step_spec.reward,
-                            episodic=bool(memory_size)),
+        policy_state_spec=dict(policy_state_spec(q_network, action_spec),
+                               **(extra_state_spec or {})),
+        info_spec=dict(info_spec(q_network, action_spec,
+                                 time_step_spec.reward),
+                       **(extra_info_spec or {})),
         name=name)
 
+  @property
+  def q_network(self):
+    return self._q_network
+
   def _variables(self):
-    variables = list(self._q_network.variables)
-    if self._episodic_memory is not None:
-      variables += list(self._episodic_memory.acting_variables)
-    return variables
+    return list(self._q_network.variables)
+
+  def _action_values(self, inputs, step_type, network_state):
+    """`([B, A] values to be greedy on, next network state)`."""
+    return self._q_network(inputs, step_type=step_type,
+                           network_state=network_state, training=False)
+
+  def _extra_step(self, time_step, is_first, policy_state):
+    """`(info, state)` entries of a subclass for this step; none here."""
+    del time_step, is_first, policy_state
+    return {}, {}
 
   def _distribution(self, time_step, policy_state):
     is_first = tf.equal(time_step.step_type, ts.StepType.FIRST)
@@ -240,26 +188,19 @@ class R2D2Policy(tf_policy.TFPolicy):
         PREV_ACTION: prev_action,
         PREV_REWARD: prev_reward,
     }
-    network = (self._q_network.q_heads if self._heads_fn else
-               self._q_network)
-    q_values, next_network_state = network(
-        network_inputs(time_step.observation, info),
-        step_type=time_step.step_type,
-        network_state=network_state,
-        training=False)
-    if self._heads_fn:
-      q_values = self._heads_fn(q_values)
+    q_values, next_network_state = self._action_values(
+        network_inputs(time_step.observation, info), time_step.step_type,
+        network_state)
     action = tf.argmax(q_values, axis=-1, output_type=self.action_spec.dtype)
     action += tf.cast(self.action_spec.minimum, self.action_spec.dtype)
     # The state records the greedy action, which is the action taken when
     # acting greedily; `R2D2CollectPolicy` overwrites it with the action it
     # actually takes.
     next_state = {NETWORK_STATE: next_network_state, PREV_ACTION: action}
-    if self._episodic_memory is not None:
-      info[EPISODIC_NOVELTY], next_state[EPISODIC_MEMORY] = (
-          self._episodic_memory.episodic_novelty(
-              time_step.observation, is_first,
-              policy_state[EPISODIC_MEMORY]))
+    extra_info, extra_state = self._extra_step(time_step, is_first,
+                                               policy_state)
+    info.update(extra_info)
+    next_state.update(extra_state)
     return policy_step.PolicyStep(
         tfp.distributions.Deterministic(action), next_state, info)
 

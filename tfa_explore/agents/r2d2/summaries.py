@@ -3,9 +3,8 @@
 Tags (scalars at the agent's `train_step_counter`):
 
 Losses/
-  td_loss                  importance-weighted TD loss (always written;
-                           of Q_E with an intrinsic head)
-  intrinsic_td_loss        Q_I's, with an intrinsic head
+  td_loss                  importance-weighted TD loss of Q_E (always
+                           written; an exploration bonus writes its own)
 Replay/  (debug summaries)
   priority_mean, priority_max    new sequence priorities of the batch
   importance_weight_min          smallest importance weight of the batch
@@ -19,12 +18,9 @@ Q/  (debug summaries)
 import tensorflow as tf
 
 
-def write_loss_info(extra, step, debug=False, intrinsic_head=False):
+def write_loss_info(extra, step, debug=False):
   """Writes the fields of an `R2D2LossInfo`."""
   tf.summary.scalar('Losses/td_loss', extra.td_loss, step=step)
-  if intrinsic_head:
-    tf.summary.scalar('Losses/intrinsic_td_loss', extra.intrinsic_td_loss,
-                      step=step)
   if not debug:
     return
   tf.summary.scalar('Replay/priority_mean',

@@ -122,14 +122,12 @@ class R2D3Agent(r2d2_agent.R2D2Agent):
     super().__init__(time_step_spec, action_spec, q_network, optimizer,
                      **r2d2_kwargs)
 
-  def _loss(self, experience, weights=None, training=False,
-            intrinsic_rewards=None):
+  def _loss(self, experience, weights=None, training=False):
     trajectory, sample_info, is_demo = split_mixed_experience(experience)
     self.check_sequence_length(trajectory)
     # One unroll of each network serves both TD terms and the margin loss.
     errors = self.td_errors(trajectory, n_steps=(self.n_step, 1),
-                            training=training,
-                            intrinsic_rewards=intrinsic_rewards)
+                            training=training)
     ntd_errors = errors.by_n_step[self.n_step]
     td1_errors = errors.by_n_step[1]
     # Steps with a real action: both s_t and s_{t+1} are real (the 1-step
@@ -145,9 +143,10 @@ class R2D3Agent(r2d2_agent.R2D2Agent):
                                            action_steps, is_demo,
                                            self._margin, loss_weights)
     l2_loss = losses.l2_regularization(self.q_network.trainable_weights)
-    # Q_I's n-step TD loss (an intrinsic head); the margin is Q_E's alone.
-    intrinsic_td_loss = self.intrinsic_td_loss(errors, loss_weights)
-    total_loss = (self._ntd_loss_weight * ntd_loss + intrinsic_td_loss +
+    # An exploration bonus's terms; the margin is Q_E's alone.
+    exploration_loss = self.exploration_loss(trajectory, errors,
+                                             loss_weights)
+    total_loss = (self._ntd_loss_weight * ntd_loss + exploration_loss.loss +
                   self._td1_loss_weight * td1_loss +
                   self._margin_loss_weight * margin_loss +
                   self._l2_loss_weight * l2_loss)
@@ -162,7 +161,7 @@ class R2D3Agent(r2d2_agent.R2D2Agent):
         tf.reduce_sum(tf.where(demo_steps, others_sum, 0.0)),
         num_demo_steps * num_others)
     r2d2_extra = self.td_loss_info(errors, ntd_loss, importance_weights,
-                                   intrinsic_td_loss)
+                                   exploration_loss)
     extra = R2D3LossInfo(
         **r2d2_extra._asdict(),
         ntd_loss=ntd_loss,

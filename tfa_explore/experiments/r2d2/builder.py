@@ -25,7 +25,6 @@ from tf_agents.specs import tensor_spec
 from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
-from tfa_explore.experiments import errors
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import sequence_writer
@@ -68,9 +67,7 @@ def r2d2_agent_fn(time_step_spec,
                   priority_max_weight=REQUIRED,
                   gradient_clipping=REQUIRED,
                   use_stored_state=True,
-                  intrinsic_reward=None,
-                  intrinsic_q_head=False,
-                  intrinsic_arms=False,
+                  exploration=None,
                   jit_compile=False,
                   static_unroll=True,
                   debug_summaries=True,
@@ -86,33 +83,17 @@ def r2d2_agent_fn(time_step_spec,
   if set, the rate decays linearly to 0 over that many learner steps (with
   a sample-to-insert ratio the run's learner steps are known in advance:
   env steps / replay_period x samples_per_insert / batch_size); None keeps
-  it constant, as the paper. `intrinsic_reward`: None, or called with
-  `observation_spec=` and `action_spec=` to build the exploration bonus,
-  e.g.
-  `@intrinsic.rnd_intrinsic_reward` (its `coef` is beta of
-  r = r_e + beta * r_i). `intrinsic_q_head`: learn r_i in a second Q head
-  instead of adding it to r_e; the actors act on both heads, the greedy
-  policy on Q_E (`R2D2Agent`). `intrinsic_arms`: each actor slot acts
-  with its own beta from 0 to coef (NGU's arms; needs the head).
-  `static_unroll`: see
-  `RecurrentDuelingQNetwork` (False: the `tf.while_loop` everywhere, as
-  before; `jit_compile` keeps the loop in the compiled learner step).
+  it constant, as the paper. `exploration`: None, or called with
+  `observation_spec=` and `action_spec=` to build the agent's
+  `ExplorationBonus`, e.g. `@intrinsic.intrinsic_q_bonus` or
+  `@intrinsic.ngu_bonus`; the network then has the second head, Q_I, that
+  learns the bonus's reward. `static_unroll`: see
+  `RecurrentDuelingQNetwork` (False: the `tf.while_loop` everywhere;
+  `jit_compile` keeps the loop in the compiled learner step).
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
-    errors.ConfigError: an intrinsic Q head without an intrinsic reward,
-      or arms without the head.
   """
-  if intrinsic_q_head and not intrinsic_reward:
-    raise errors.ConfigError(
-        'r2d2.r2d2_agent_fn.intrinsic_q_head = True needs '
-        'r2d2.r2d2_agent_fn.intrinsic_reward (e.g. '
-        '@intrinsic.rnd_intrinsic_reward): the head learns its reward.')
-  if intrinsic_arms and not intrinsic_q_head:
-    raise errors.ConfigError(
-        'r2d2.r2d2_agent_fn.intrinsic_arms = True needs '
-        'r2d2.r2d2_agent_fn.intrinsic_q_head = True: an arm weighs Q_I '
-        'against Q_E.')
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   # Checked before the network is built, whose own error is less direct.
   action_spec = r2d2_agent.check_action_spec(
@@ -126,14 +107,14 @@ def r2d2_agent_fn(time_step_spec,
       dueling_fc_layer_params=tuple(dueling_fc_layer_params),
       conv_layer_params=conv_layer_params,
       image_scale=image_scale,
-      intrinsic_head=intrinsic_q_head,
+      intrinsic_head=exploration is not None,
       static_unroll=static_unroll)
   # The Q network's variables first, so a seed gives it the same initial
-  # weights with and without the bonus.
+  # weights with and without a bonus.
   network.create_variables()
-  bonus = (intrinsic_reward(observation_spec=time_step_spec.observation,
-                            action_spec=action_spec)
-           if intrinsic_reward else None)
+  bonus = (exploration(observation_spec=time_step_spec.observation,
+                       action_spec=action_spec)
+           if exploration else None)
   agent = agent_class(
       time_step_spec,
       action_spec,
@@ -148,8 +129,7 @@ def r2d2_agent_fn(time_step_spec,
       importance_sampling_exponent=importance_sampling_exponent,
       priority_max_weight=priority_max_weight,
       use_stored_state=use_stored_state,
-      intrinsic_reward=bonus,
-      intrinsic_arms=intrinsic_arms,
+      exploration=bonus,
       gradient_clipping=gradient_clipping,
       jit_compile=jit_compile,
       debug_summaries=debug_summaries,
@@ -176,10 +156,10 @@ class SharedState(tf.Module):
         'finished': self.finished,
     }
     # What the exploring policy reads besides the Q-network (NGU's
-    # embedding); absent otherwise, so other runs' tables keep their shape.
-    acting = list(self.agent.intrinsic_reward.acting_variables)
+    # embedding); absent otherwise, so the table holds no empty entry.
+    acting = list(self.agent.exploration.acting_variables)
     if acting:
-      nest['intrinsic'] = acting
+      nest['exploration'] = acting
     return nest
 
   def signature(self) -> Dict[str, Any]:
