@@ -4,14 +4,17 @@ import os
 
 import numpy as np
 import tensorflow as tf
-from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
 from tfa_explore.agents.intrinsic import embedding as embedding_lib
+from tfa_explore.agents.intrinsic import episodic
 from tfa_explore.agents.intrinsic import maths
+from tfa_explore.agents.intrinsic import ngu
+from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments.r2d2 import builder
+from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.networks import rnd_networks
 from tfa_explore.replay import demonstrations
 from tfa_explore.testing import r2d2 as support
@@ -27,9 +30,17 @@ def _empty_memory(batch_size, capacity):
           'size': tf.zeros([batch_size], tf.int32)}
 
 
-def _episodic_component(**kwargs):
-  kwargs.setdefault('episodic_memory_size', 8)
-  return support.rnd_component(coef=0.5, **kwargs)
+def _episodic_component(max_modulator=5.0, embedding=False, arms=False,
+                        **kwargs):
+  """An `NguQBonus` (coef 0.5, memory 8) of exact counts or the embedding."""
+  rnd = support.rnd_component(coef=0.5, **kwargs)
+  action_spec = support.counting_env().action_spec()
+  num_actions = int(action_spec.maximum) - int(action_spec.minimum) + 1
+  novelty = (_small_embedding(rnd.input_spec, num_actions) if embedding
+             else episodic.EpisodicCounts())
+  return q_bonus.NguQBonus(
+      ngu.NguReward(rnd, novelty, 8, max_modulator,
+                    action_minimum=int(action_spec.minimum)), arms=arms)
 
 
 def _small_embedding(input_spec, num_actions, **kwargs):
@@ -44,9 +55,7 @@ def _small_embedding(input_spec, num_actions, **kwargs):
 
 
 def _embedding_component(**kwargs):
-  action_spec = tensor_spec.from_spec(support.counting_env().action_spec())
-  return _episodic_component(episodic_embedding_fn=_small_embedding,
-                             action_spec=action_spec, **kwargs)
+  return _episodic_component(embedding=True, **kwargs)
 
 
 def _empty_knn_memory(batch_size, capacity, dim):
@@ -90,11 +99,11 @@ class EpisodicVisitCountsTest(support.TestCase):
 class PolicyRecordTest(support.TestCase):
 
   def test_exploring_policy_records_one_over_root_visits(self):
-    agent = support.make_agent(intrinsic_reward=_episodic_component())
+    agent = support.make_agent(exploration=_episodic_component())
     policy = agent.collect_policy
-    self.assertIn(r2d2_policy.EPISODIC_NOVELTY,
+    self.assertIn(q_bonus.EPISODIC_NOVELTY,
                   agent.collect_data_spec.policy_info)
-    self.assertNotIn(r2d2_policy.EPISODIC_NOVELTY, agent.policy.info_spec)
+    self.assertNotIn(q_bonus.EPISODIC_NOVELTY, agent.policy.info_spec)
     # Counting observations: env 0 sees 0 1 0 0, env 1 a new episode at 2.
     observations = [[0.0, 5.0], [1.0, 5.0], [0.0, 5.0], [0.0, 5.0]]
     step_types = [[F, F], [M, M], [M, F], [M, M]]
@@ -107,22 +116,22 @@ class PolicyRecordTest(support.TestCase):
           observation=tf.constant(observation)[:, None])
       step = policy.action(time_step, state)
       state = step.state
-      novelty.append(step.info[r2d2_policy.EPISODIC_NOVELTY].numpy())
+      novelty.append(step.info[q_bonus.EPISODIC_NOVELTY].numpy())
     self.assertAllClose(novelty, [[1, 1], [1, 2**-0.5], [2**-0.5, 1],
                                   [3**-0.5, 2**-0.5]])
 
   def test_without_memory_the_info_is_unchanged(self):
-    agent = support.make_agent(intrinsic_reward=support.rnd_component())
-    self.assertNotIn(r2d2_policy.EPISODIC_NOVELTY,
+    agent = support.make_agent(exploration=support.rnd_bonus())
+    self.assertNotIn(q_bonus.EPISODIC_NOVELTY,
                      agent.collect_data_spec.policy_info)
 
   def test_demonstrations_get_zero_novelty(self):
-    agent = support.make_agent(intrinsic_reward=_episodic_component())
+    agent = support.make_agent(exploration=_episodic_component())
     episodes, _ = r2d3_support.counting_episodes(1, episode_length=3)
     steps = list(demonstrations.episode_trajectories(
         episodes[0], agent.collect_data_spec))
     self.assertEqual(
-        [float(s.policy_info[r2d2_policy.EPISODIC_NOVELTY]) for s in steps],
+        [float(s.policy_info[q_bonus.EPISODIC_NOVELTY]) for s in steps],
         [0.0] * len(steps))
 
 
@@ -130,47 +139,48 @@ class NguRewardTest(support.TestCase):
 
   def test_r_i_is_novelty_times_the_modulator_on_trace_transitions(self):
     component = _episodic_component(max_modulator=3.0)
-    agent = support.make_agent(intrinsic_reward=component)
+    agent = support.make_agent(exploration=component)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=3)
     novelty = np.abs(sequences.policy_info[
-        r2d2_policy.EPISODIC_NOVELTY].numpy())
+        q_bonus.EPISODIC_NOVELTY].numpy())
     info = dict(sequences.policy_info)
-    info[r2d2_policy.EPISODIC_NOVELTY] = tf.constant(novelty)
+    info[q_bonus.EPISODIC_NOVELTY] = tf.constant(novelty)
     sequences = sequences._replace(policy_info=info)
-    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
-    rewards = agent.with_intrinsic_rewards(sequences).reward.numpy()
+    raw = component.reward.rnd.raw_rewards(
+        sequences.observation[:, 1:]).numpy()
+    component.observe(agent, sequences)
+    rewards = component.intrinsic_rewards(agent, sequences).numpy()
     # Trace transitions 2->3 and 3->4 of both rows (as the sequence gate's
     # test): the moments see exactly those four errors first.
     errors = raw[:, 2:4]
     alpha = np.clip(1 + (errors - errors.mean()) / errors.std(), 1, 3)
-    expected = sequences.reward.numpy().copy()
-    expected[:, 2:4] += 0.5 * novelty[:, 3:5] * alpha
+    expected = np.zeros_like(rewards)
+    expected[:, 2:4] = novelty[:, 3:5] * alpha
     self.assertAllClose(rewards, expected, rtol=1e-5)
-    self.assertEqual(int(component.error_moments.count()), 4)
+    self.assertEqual(int(component.reward.error_moments.count()), 4)
 
   def test_settings_that_contradict_the_memory_are_refused(self):
     with self.assertRaisesRegex(ValueError, 'normalize_returns = False'):
       _episodic_component(normalize=True)
     with self.assertRaisesRegex(ValueError, 'first_visits_only = False'):
       _episodic_component(first_visits_only=True)
-    component = _episodic_component()
-    with self.assertRaisesRegex(ValueError, 'episodic_novelty is needed'):
-      component.rewards(tf.zeros([1, 2, 1]))
+    with self.assertRaisesRegex(ValueError, 'memory_size must be >= 1'):
+      ngu.NguReward(support.rnd_component(), episodic.EpisodicCounts(), 0)
 
   def test_checkpoint_carries_the_error_moments(self):
-    agent = support.make_agent(intrinsic_reward=_episodic_component())
+    agent = support.make_agent(exploration=_episodic_component())
     sequences = support.random_sequences(agent, STEP_TYPES, seed=8)
     agent.train(sequences)
     path = tf.train.Checkpoint(agent=agent).save(
         os.path.join(self.get_temp_dir(), 'ckpt'))
-    restored = support.make_agent(intrinsic_reward=_episodic_component())
+    restored = support.make_agent(exploration=_episodic_component())
     tf.train.Checkpoint(agent=restored).restore(path)
-    self.assertEqual(int(restored.intrinsic_reward.error_moments.count()), 4)
-    self.assertAllClose(agent.intrinsic_reward.error_moments.mean(),
-                        restored.intrinsic_reward.error_moments.mean())
+    self.assertEqual(int(restored.exploration.reward.error_moments.count()), 4)
+    self.assertAllClose(agent.exploration.reward.error_moments.mean(),
+                        restored.exploration.reward.error_moments.mean())
 
   def test_error_tags_are_written(self):
-    agent = support.make_agent(intrinsic_reward=_episodic_component())
+    agent = support.make_agent(exploration=_episodic_component())
     sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
     logdir = self.get_temp_dir()
     with tf.summary.create_file_writer(logdir).as_default():
@@ -276,22 +286,17 @@ class ControllableEmbeddingTest(support.TestCase):
           inverse_net=rnd_networks.RndNetwork(tf.TensorSpec([8]),
                                               output_dim=2))
 
-  def test_an_embedding_needs_a_memory_and_the_actions(self):
-    with self.assertRaisesRegex(ValueError, 'episodic_memory_size > 0'):
-      _embedding_component(episodic_memory_size=0)
-    with self.assertRaisesRegex(ValueError, 'action_spec'):
-      _episodic_component(episodic_embedding_fn=_small_embedding)
 
 
 class EmbeddingInR2D2Test(support.TestCase):
 
   def test_the_policy_keeps_embeddings_and_reads_the_embedding_net(self):
     component = _embedding_component()
-    agent = support.make_agent(intrinsic_reward=component)
+    agent = support.make_agent(exploration=component)
     policy = agent.collect_policy
-    memory_spec = policy.policy_state_spec[r2d2_policy.EPISODIC_MEMORY]
+    memory_spec = policy.policy_state_spec[q_bonus.EPISODIC_MEMORY]
     self.assertEqual(memory_spec['embeddings'].shape.as_list(), [8, 4])
-    embedding_net = component.episodic_embedding.embedding_net
+    embedding_net = component.reward.novelty.embedding_net
     policy_variables = {id(v) for v in policy.variables()}
     self.assertTrue(all(id(v) in policy_variables
                         for v in embedding_net.variables))
@@ -304,13 +309,13 @@ class EmbeddingInR2D2Test(support.TestCase):
           discount=tf.ones([1]), observation=tf.zeros([1, 1]))
       step = policy.action(time_step, state)
       state = step.state
-      novelty.append(float(step.info[r2d2_policy.EPISODIC_NOVELTY][0]))
+      novelty.append(float(step.info[q_bonus.EPISODIC_NOVELTY][0]))
     self.assertAllClose(novelty, [1 / (np.sqrt(n) + 1e-3) for n in (1, 2, 3)])
 
   def test_the_learner_trains_it_and_checkpoints_it(self):
     component = _embedding_component()
-    agent = support.make_agent(intrinsic_reward=component)
-    embedding_net = component.episodic_embedding.embedding_net
+    agent = support.make_agent(exploration=component)
+    embedding_net = component.reward.novelty.embedding_net
     before = [v.numpy() for v in embedding_net.variables]
     sequences = support.random_sequences(agent, STEP_TYPES, seed=4)
     logdir = self.get_temp_dir()
@@ -323,41 +328,40 @@ class EmbeddingInR2D2Test(support.TestCase):
         support.summary_tags(logdir))
     path = tf.train.Checkpoint(agent=agent).save(
         os.path.join(self.get_temp_dir(), 'ckpt'))
-    restored = support.make_agent(intrinsic_reward=_embedding_component())
+    restored = support.make_agent(exploration=_embedding_component())
     tf.train.Checkpoint(agent=restored).restore(path)
     self.assertAllClose(
         after, [v.numpy() for v in
-                restored.intrinsic_reward.episodic_embedding.embedding_net
+                restored.exploration.reward.novelty.embedding_net
                 .variables])
 
   def test_actors_receive_the_embedding_with_the_q_network(self):
-    agent = support.make_agent(intrinsic_reward=_embedding_component())
+    agent = support.make_agent(exploration=_embedding_component())
     nest = builder.SharedState(agent).nest()
     self.assertEqual(
-        [id(v) for v in nest['intrinsic']],
+        [id(v) for v in nest['exploration']],
         [id(v) for v in
-         agent.intrinsic_reward.episodic_embedding.embedding_net.variables])
-    counts_agent = support.make_agent(intrinsic_reward=_episodic_component())
-    self.assertNotIn('intrinsic', builder.SharedState(counts_agent).nest())
+         agent.exploration.reward.novelty.embedding_net.variables])
+    counts_agent = support.make_agent(exploration=_episodic_component())
+    self.assertNotIn('exploration',
+                     builder.SharedState(counts_agent).nest())
 
 
 class IntrinsicArmsTest(support.TestCase):
 
   def test_ngu_betas_run_from_zero_to_the_coefficient(self):
-    betas = [r2d2_policy.ngu_intrinsic_weight(i, 16, 0.3) for i in range(16)]
+    betas = [q_bonus.ngu_intrinsic_weight(i, 16, 0.3) for i in range(16)]
     self.assertEqual(betas[0], 0.0)
     self.assertEqual(betas[-1], 0.3)
     self.assertTrue(all(a < b for a, b in zip(betas, betas[1:])))
     self.assertAlmostEqual(betas[8], 0.3 / (1 + np.exp(-10 * 2 / 14)))
     # Slot 0 (epsilon 0.4) explores most, the last slot exploits.
-    slots = (r2d2_policy.slot_intrinsic_weights(0, 2, 8, 0.3) +
-             r2d2_policy.slot_intrinsic_weights(1, 2, 8, 0.3))
+    slots = (q_bonus.slot_intrinsic_weights(0, 2, 8, 0.3) +
+             q_bonus.slot_intrinsic_weights(1, 2, 8, 0.3))
     self.assertEqual(slots, betas[::-1])
 
   def test_each_slot_is_greedy_on_its_own_mix(self):
-    component = _episodic_component()
-    agent = support.make_agent(intrinsic_reward=component,
-                               intrinsic_head=True, intrinsic_arms=True)
+    agent = support.make_agent(exploration=_episodic_component(arms=True))
     # Slot 0: beta = coef (0.5); slot 1: beta 0, greedy on Q_E.
     policy = agent.actor_collect_policy(0, 1, 2).greedy_policy
     network = agent.q_network
@@ -374,16 +378,11 @@ class IntrinsicArmsTest(support.TestCase):
           r2d2_policy.network_inputs(time_step.observation, info),
           step_type=time_step.step_type,
           network_state=state[r2d2_policy.NETWORK_STATE])
-      mixed = losses.mixed_action_values(heads.extrinsic, heads.intrinsic,
-                                         0.5)
+      mixed = losses.mixed_action_values(heads[rdqn.EXTRINSIC],
+                                         heads[rdqn.INTRINSIC], 0.5)
       action = policy.action(time_step, state).action.numpy()
       self.assertEqual(action[0], int(np.argmax(mixed[0])))
-      self.assertEqual(action[1], int(np.argmax(heads.extrinsic[1])))
-
-  def test_arms_without_the_head_are_refused(self):
-    with self.assertRaisesRegex(ValueError, 'intrinsic_q_head = True'):
-      support.make_agent(intrinsic_reward=_episodic_component(),
-                         intrinsic_arms=True)
+      self.assertEqual(action[1], int(np.argmax(heads[rdqn.EXTRINSIC][1])))
 
 
 if __name__ == '__main__':

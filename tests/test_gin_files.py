@@ -52,9 +52,7 @@ R2D3_WITHOUT_TWIN = {
 # reward (the agent's switch, its factory, the RND networks) and the warm-up
 # of its observation normaliser, nothing else.
 INTRINSIC_PARAMETERS = frozenset([('rnd_ppo.rnd_ppo_agent', 'intrinsic_reward'),
-                                  ('r2d2.r2d2_agent_fn', 'intrinsic_reward'),
-                                  ('r2d2.r2d2_agent_fn', 'intrinsic_q_head'),
-                                  ('r2d2.r2d2_agent_fn', 'intrinsic_arms'),
+                                  ('r2d2.r2d2_agent_fn', 'exploration'),
                                   ('on_policy.train_eval', 'pre_training_fn')])
 # An R2D2 + RND file may also have its own budget (NUM_ENV_STEPS) and eval
 # spacing.
@@ -62,6 +60,8 @@ BUDGET_BINDINGS = frozenset([('', 'r2d2.Settings', 'num_env_steps'),
                              ('', 'r2d2.Settings', 'eval_interval'),
                              ('NUM_ENV_STEPS', 'gin.macro', 'value')])
 INTRINSIC_CONFIGURABLES = frozenset(['intrinsic.rnd_intrinsic_reward',
+                                     'intrinsic.intrinsic_q_bonus',
+                                     'intrinsic.ngu_bonus',
                                      'intrinsic.controllable_embedding',
                                      'warm_up_observation_normalizer',
                                      'rnd_mlp_networks', 'rnd_conv_networks'])
@@ -184,8 +184,9 @@ class GinFilesTest(parameterized.TestCase):
     self.assertEmpty([key for key in differing
                       if not (is_intrinsic_binding(key) or
                               key in BUDGET_BINDINGS)])
-    switch = ('', 'r2d2.r2d2_agent_fn', 'intrinsic_reward')
-    self.assertEqual(_bindings(path)[switch], '@intrinsic.rnd_intrinsic_reward')
+    switch = ('', 'r2d2.r2d2_agent_fn', 'exploration')
+    self.assertIn(_bindings(path)[switch],
+                  ('@intrinsic.intrinsic_q_bonus', '@intrinsic.ngu_bonus'))
     self.assertNotIn(switch, _bindings(r2d2_path))
 
   @parameterized.named_parameters(

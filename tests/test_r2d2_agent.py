@@ -263,7 +263,7 @@ class StoredStateTest(support.TestCase):
     self.assertGreater(np.abs(actor_states[2][0]).max(), 1e-3)
     # Burn-in over steps 2, 3 from the stored state, then steps 4..8 must
     # give the actor's Q values.
-    replayed = learning.unroll(network, sequence, burn_in_steps=2)
+    replayed = learning.unroll(network, sequence, burn_in_steps=2)[rdqn.EXTRINSIC]
     self.assertAllClose(replayed[0], np.stack(actor_q[4:9]), atol=1e-5)
 
 
@@ -288,7 +288,7 @@ class TdErrorsTest(support.TestCase):
     # Row 0: real steps 2..5 (up to its first LAST) are positions 0..3
     # after the burn-in.
     self.assertAllEqual(errors.step_mask[0], [1, 1, 1, 1, 0])
-    target_q = learning.unroll(agent.target_q_network, sequences, 2)
+    target_q = learning.unroll(agent.target_q_network, sequences, 2)[rdqn.EXTRINSIC]
     for n in (1, 3):
       # Each n's errors are the n-step maths on the same two unrolls.
       targets = losses.n_step_double_q_targets(

@@ -7,7 +7,9 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents.intrinsic import normalizers
+from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import exploration
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.testing import r2d2 as support
@@ -21,52 +23,46 @@ STEP_TYPES = [[M, M, M, M, L, M, M]] * 2
 class BonusTest(support.TestCase):
 
   def test_bonus_reaches_trace_transitions_only(self):
-    component = support.rnd_component(coef=2.0)
-    agent = support.make_agent(intrinsic_reward=component)
+    bonus = support.rnd_bonus(coef=2.0)
+    agent = support.make_agent(exploration=bonus)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=3)
-    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
-    rewards = agent.with_intrinsic_rewards(sequences).reward.numpy()
-    expected = sequences.reward.numpy().copy()
+    raw = bonus.reward.raw_rewards(sequences.observation[:, 1:]).numpy()
+    rewards = bonus.intrinsic_rewards(agent, sequences).numpy()
     # Trace steps 2..5; 2->3 and 3->4 stay in the episode, 4 is its LAST
-    # step and 5, 6 are padding. Burn-in steps 0, 1 keep r_e.
-    expected[:, 2:4] += 2.0 * raw[:, 2:4]
+    # step and 5, 6 are padding. Burn-in steps 0, 1 get none.
+    expected = np.zeros_like(rewards)
+    expected[:, 2:4] = raw[:, 2:4]
     self.assertAllClose(rewards, expected, rtol=1e-6)
-    self.assertNotAllClose(rewards[:, 2:4], sequences.reward[:, 2:4])
+    self.assertTrue(np.all(rewards[:, 2:4] > 0))
 
-  def test_train_learns_from_the_bonus_and_steps_the_predictor(self):
-    component = support.rnd_component(coef=2.0)
-    agent = support.make_agent(intrinsic_reward=component)
-    plain = support.make_agent()
-    for source, destination in ((agent.q_network, plain.q_network),
-                                (agent.target_q_network,
-                                 plain.target_q_network)):
-      for a, b in zip(source.variables, destination.variables):
-        b.assign(a)
+  def test_loss_is_what_train_optimises_and_the_predictor_steps(self):
+    bonus = support.rnd_bonus(coef=2.0)
+    agent = support.make_agent(exploration=bonus)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=4)
-    # The plain agent on the rewards with the bonus computed beforehand.
-    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
-    reward = sequences.reward.numpy().copy()
-    reward[:, 2:4] += 2.0 * raw[:, 2:4]
-    target = component.target_net.variables[0].numpy()
-    predictor = [v.numpy() for v in component.predictor_net.variables]
-    loss = agent.train(sequences).loss
-    expected = plain.train(sequences._replace(reward=tf.constant(reward)))
-    self.assertAllClose(loss, expected.loss, rtol=1e-6)
-    self.assertAllEqual(component.target_net.variables[0], target)
-    self.assertNotAllClose(component.predictor_net.variables[0], predictor[0])
+    loss = agent.loss(sequences)
+    target = bonus.reward.target_net.variables[0].numpy()
+    predictor = bonus.reward.predictor_net.variables[0].numpy()
+    trained = agent.train(sequences)
+    self.assertAllClose(loss.loss, trained.loss, rtol=1e-6)
+    self.assertAllClose(loss.extra.priorities, trained.extra.priorities,
+                        rtol=1e-6)
+    self.assertGreater(float(trained.extra.exploration_loss), 0.0)
+    self.assertAllEqual(bonus.reward.target_net.variables[0], target)
+    self.assertNotAllClose(bonus.reward.predictor_net.variables[0], predictor)
 
   def test_statistics_skip_padding(self):
-    component = support.rnd_component(normalize=True)
-    agent = support.make_agent(intrinsic_reward=component)
+    bonus = support.rnd_bonus(normalize=True)
+    agent = support.make_agent(exploration=bonus)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=5)
-    agent.with_intrinsic_rewards(sequences)
+    bonus.observe(agent, sequences)
     # Real steps 0-4 of 2 sequences; 2 real trace transitions each.
+    component = bonus.reward
     self.assertEqual(int(component.observation_normalizer.count()[0]), 10)
     self.assertEqual(int(component.return_normalizer.count()), 4)
 
   def test_first_visits_only_pays_new_views_of_the_episode(self):
-    component = support.rnd_component(coef=2.0, first_visits_only=True)
-    agent = support.make_agent(intrinsic_reward=component)
+    bonus = support.rnd_bonus(coef=2.0, first_visits_only=True)
+    agent = support.make_agent(exploration=bonus)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
     # Views 0..6 of row 0 as a b c b a c d: trace next views (steps 3, 4)
     # are b (seen at 1) and a (seen at 0): no bonus. Row 1 all distinct.
@@ -74,62 +70,75 @@ class BonusTest(support.TestCase):
     row = observation[0]
     row[3], row[4], row[5] = row[1], row[0], row[2]
     sequences = sequences._replace(observation=tf.constant(observation))
-    raw = component.raw_rewards(sequences.observation[:, 1:]).numpy()
-    rewards = agent.with_intrinsic_rewards(sequences).reward.numpy()
-    expected = sequences.reward.numpy().copy()
-    expected[1, 2:4] += 2.0 * raw[1, 2:4]
+    raw = bonus.reward.raw_rewards(sequences.observation[:, 1:]).numpy()
+    rewards = bonus.intrinsic_rewards(agent, sequences).numpy()
+    expected = np.zeros_like(rewards)
+    expected[1, 2:4] = raw[1, 2:4]
     self.assertAllClose(rewards, expected, rtol=1e-6)
 
-  def test_r2d3_holds_the_same_component(self):
-    agent = support.make_agent()
+  def test_r2d3_holds_the_same_bonus(self):
+    agent = support.make_agent(exploration=support.rnd_bonus())
     r2d3 = r2d3_agent.R2D3Agent(
         agent.time_step_spec, agent.action_spec,
         agent.q_network.copy(name='R2D3Q'),
         tf.keras.optimizers.Adam(1e-2), sequence_config=support.SMALL_CONFIG,
-        intrinsic_reward=support.rnd_component(),
+        exploration=support.rnd_bonus(),
         train_step_counter=tf.Variable(0, dtype=tf.int64))
     r2d3.initialize()
     sequences = support.random_sequences(r2d3, STEP_TYPES, seed=6)
     batch = r2d3_agent.MixedSequences(sequences, None,
                                       tf.constant([True, False]))
-    before = r2d3.intrinsic_reward.predictor_net.variables[0].numpy()
+    predictor = r2d3.exploration.reward.predictor_net
+    before = predictor.variables[0].numpy()
     self.assertTrue(np.isfinite(r2d3.train(batch).loss.numpy()))
-    self.assertNotAllClose(r2d3.intrinsic_reward.predictor_net.variables[0],
-                           before)
+    self.assertNotAllClose(predictor.variables[0], before)
 
   def test_non_episodic_bonus_is_rejected_by_name(self):
     with self.assertRaisesRegex(ValueError, 'non_episodic = False'):
-      support.make_agent(intrinsic_reward=support.rnd_component(non_episodic=True))
+      support.rnd_bonus(non_episodic=True)
 
-  def test_without_a_bonus_experience_is_unchanged(self):
+  def test_a_bonus_needs_the_intrinsic_head(self):
+    env = support.counting_env()
+    with self.assertRaisesRegex(ValueError, 'intrinsic_head=True'):
+      r2d2_agent.R2D2Agent(
+          env.time_step_spec(), env.action_spec(),
+          support.small_network(env.time_step_spec(), env.action_spec()),
+          tf.keras.optimizers.Adam(1e-2),
+          sequence_config=support.SMALL_CONFIG,
+          exploration=support.rnd_bonus())
+
+  def test_without_a_bonus_the_loss_is_the_td_loss(self):
     agent = support.make_agent()
-    self.assertFalse(agent.intrinsic_reward.enabled)
+    self.assertIsInstance(agent.exploration, exploration.ExplorationBonus)
     sequences = support.random_sequences(agent, STEP_TYPES, seed=7)
-    self.assertIs(agent.with_intrinsic_rewards(sequences), sequences)
+    loss = agent.loss(sequences)
+    self.assertEqual(float(loss.extra.exploration_loss), 0.0)
+    self.assertAllClose(loss.loss, loss.extra.td_loss, rtol=0, atol=0)
+    self.assertIs(agent.collect_policy.greedy_policy, agent.policy)
 
 
 class StateTest(support.TestCase):
 
-  def test_checkpoint_restores_the_component(self):
-    agent = support.make_agent(intrinsic_reward=support.rnd_component(normalize=True))
+  def test_checkpoint_restores_the_bonus(self):
+    agent = support.make_agent(exploration=support.rnd_bonus(normalize=True))
     sequences = support.random_sequences(agent, STEP_TYPES, seed=8)
     for _ in range(2):
       agent.train(sequences)
     path = tf.train.Checkpoint(agent=agent).save(
         os.path.join(self.get_temp_dir(), 'ckpt'))
     restored = support.make_agent(
-        intrinsic_reward=support.rnd_component(normalize=True),
+        exploration=support.rnd_bonus(normalize=True),
         optimizer=tf.keras.optimizers.Adam(1e-2))
     restored.optimizer.build(restored.q_network.trainable_variables)
     tf.train.Checkpoint(agent=restored).restore(path).assert_consumed()
-    for a, b in zip(agent.intrinsic_reward.variables,
-                    restored.intrinsic_reward.variables):
+    for a, b in zip(agent.exploration.variables,
+                    restored.exploration.variables):
       self.assertAllEqual(a, b, msg=a.name)
     self.assertAllClose(agent.train(sequences).loss,
                         restored.train(sequences).loss, rtol=0, atol=0)
 
   def test_intrinsic_tags_are_written(self):
-    agent = support.make_agent(intrinsic_reward=support.rnd_component(normalize=True))
+    agent = support.make_agent(exploration=support.rnd_bonus(normalize=True))
     sequences = support.random_sequences(agent, STEP_TYPES, seed=9)
     logdir = self.get_temp_dir()
     with tf.summary.create_file_writer(logdir).as_default():
@@ -137,7 +146,8 @@ class StateTest(support.TestCase):
     self.assertContainsSubset(
         {'Intrinsic/reward_normalized_mean', 'Intrinsic/reward_raw_mean',
          'Intrinsic/return_std', 'Losses/predictor_loss',
-         'Normalizers/rnd_observation_count', 'Losses/td_loss'},
+         'Losses/intrinsic_td_loss', 'Normalizers/rnd_observation_count',
+         'Losses/td_loss'},
         support.summary_tags(logdir))
 
 
@@ -163,16 +173,18 @@ class FactoryTest(support.TestCase):
     kwargs = support.FACTORY_KWARGS
     agents = []
     for bonus in (None, lambda observation_spec, action_spec: (
-        support.rnd_component())):
+        support.rnd_bonus())):
       tf.keras.utils.set_random_seed(1)
       agents.append(builder.r2d2_agent_fn(
           *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),
-          intrinsic_reward=bonus, **kwargs))
+          exploration=bonus, **kwargs))
     plain, with_bonus = agents
-    self.assertIsInstance(with_bonus, r2d2_agent.R2D2Agent)
-    self.assertTrue(with_bonus.intrinsic_reward.enabled)
-    for a, b in zip(plain.q_network.variables, with_bonus.q_network.variables):
-      self.assertAllEqual(a, b)
+    self.assertIsInstance(with_bonus.exploration, q_bonus.IntrinsicQBonus)
+    self.assertTrue(with_bonus.q_network.has_intrinsic_head)
+    # Q_E's weights (all of the plain network's) are the plain agent's.
+    bonus_weights = {v.name: v for v in with_bonus.q_network.variables}
+    for variable in plain.q_network.variables:
+      self.assertAllEqual(variable, bonus_weights[variable.name])
 
 
 if __name__ == '__main__':

@@ -8,7 +8,6 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
-from tfa_explore.experiments import errors
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.testing import r2d2 as support
@@ -21,8 +20,8 @@ COEF = 3.0
 
 
 def _agent(**kwargs):
-  return support.make_agent(intrinsic_reward=support.rnd_component(coef=COEF),
-                            intrinsic_head=True, n_step=2, **kwargs)
+  return support.make_agent(exploration=support.rnd_bonus(coef=COEF),
+                            n_step=2, **kwargs)
 
 
 def _tilt(network, extrinsic_advantages, intrinsic_advantages):
@@ -56,9 +55,9 @@ class NetworkTest(support.TestCase):
         network.input_tensor_spec)
     q_values, state = network(inputs)
     heads, heads_state = network.q_heads(inputs)
-    self.assertAllClose(q_values, heads.extrinsic)
-    self.assertEqual(heads.intrinsic.shape, q_values.shape)
-    self.assertNotAllClose(heads.intrinsic, heads.extrinsic)
+    self.assertAllClose(q_values, heads[rdqn.EXTRINSIC])
+    self.assertEqual(heads[rdqn.INTRINSIC].shape, q_values.shape)
+    self.assertNotAllClose(heads[rdqn.INTRINSIC], heads[rdqn.EXTRINSIC])
     self.assertAllClose(state, heads_state)
     # create_variables built the intrinsic head: the target copy and the
     # checkpoint hold it.
@@ -69,61 +68,65 @@ class NetworkTest(support.TestCase):
     self.assertLen(network.trainable_variables,
                    len(plain.trainable_variables) + 8)
 
-  def test_q_heads_of_a_plain_network_names_the_option(self):
+  def test_q_heads_of_a_plain_network_is_its_call(self):
     network = self._network(intrinsic_head=False)
     inputs = tf.nest.map_structure(
         lambda s: tf.ones((1,) + tuple(s.shape), s.dtype),
         network.input_tensor_spec)
-    with self.assertRaisesRegex(ValueError, 'intrinsic_head=True'):
-      network.q_heads(inputs)
+    heads, _ = network.q_heads(inputs)
+    self.assertEqual(set(heads), {rdqn.EXTRINSIC})
+    self.assertAllClose(heads[rdqn.EXTRINSIC], network(inputs)[0])
 
 
 class TdErrorsTest(support.TestCase):
 
   def test_each_head_has_its_reward_and_its_argmax(self):
     agent = _agent()
+    bonus = agent.exploration
     sequences = support.random_sequences(agent, STEP_TYPES, seed=3)
     # Q_E picks action 0, Q_I action 1, their mix action 0.
     _tilt(agent.q_network, [0.3, 0.0], [0.0, 0.05])
-    r_i = tf.constant(np.random.default_rng(0).normal(size=(2, 7)),
-                      tf.float32)
-    errors = agent.td_errors(sequences, intrinsic_rewards=r_i)
+    errors = agent.td_errors(sequences)
     settings = agent.td_settings
-    online = learning.unroll(agent.q_network, sequences, 2, heads=True)
-    target = learning.unroll(agent.target_q_network, sequences, 2,
-                             heads=True)
+    online = learning.unroll(agent.q_network, sequences, 2)
+    target = learning.unroll(agent.target_q_network, sequences, 2)
+    e, i = rdqn.EXTRINSIC, rdqn.INTRINSIC
     mask = learning.step_mask(sequences.step_type)[:, 2:]
     common = dict(num_steps=2, gamma=settings.gamma, step_mask=mask)
     extrinsic = losses.n_step_double_q_targets(
         sequences.reward[:, 2:], sequences.discount[:, 2:],
-        online.extrinsic, target.extrinsic, **common)
-    exploring = losses.mixed_action_values(online.extrinsic,
-                                           online.intrinsic, COEF)
-    # Q_I discounts by the component's gamma_I, not Q_E's gamma.
-    self.assertEqual(settings.intrinsic_gamma,
-                     agent.intrinsic_reward.discount)
-    self.assertNotEqual(settings.intrinsic_gamma, settings.gamma)
-    intrinsic_common = dict(common, gamma=settings.intrinsic_gamma)
+        online[e], target[e], **common)
+    exploring = losses.mixed_action_values(online[e], online[i], COEF)
+    # Q_I discounts by the reward's gamma_I, not Q_E's gamma.
+    gamma_i = bonus.reward.discount
+    self.assertNotEqual(gamma_i, settings.gamma)
+    intrinsic_common = dict(common, gamma=gamma_i)
+    r_i = bonus.intrinsic_rewards(agent, sequences)
+    self.assertGreater(float(tf.reduce_max(r_i)), 0.0)
     intrinsic_targets = losses.n_step_double_q_targets(
-        r_i[:, 2:], sequences.discount[:, 2:], exploring, target.intrinsic,
+        r_i[:, 2:], sequences.discount[:, 2:], exploring, target[i],
         **intrinsic_common)
     self.assertAllClose(errors.by_n_step[2].targets, extrinsic.targets)
-    self.assertAllClose(errors.intrinsic_by_n_step[2].targets,
-                        intrinsic_targets.targets)
+    selected = tf.gather(online[i], errors.actions, axis=-1, batch_dims=2)
+    intrinsic_errors = tf.where(intrinsic_targets.valid,
+                                intrinsic_targets.targets - selected, 0.0)
+    weights = tf.constant([1.0, 0.5])
+    loss = bonus.loss(agent, sequences, errors, weights)
+    self.assertAllClose(loss.loss, losses.masked_td_loss(
+        intrinsic_errors, intrinsic_targets.valid, weights))
+    self.assertAllClose(loss.priority_errors,
+                        COEF * tf.abs(intrinsic_errors))
     # The exploring argmax differs from Q_I's own, so the test tells
     # them apart.
     self.assertNotAllEqual(tf.argmax(exploring, -1),
-                           tf.argmax(online.intrinsic, -1))
+                           tf.argmax(online[i], -1))
     self.assertNotAllClose(
         intrinsic_targets.targets,
         losses.n_step_double_q_targets(
-            r_i[:, 2:], sequences.discount[:, 2:], online.intrinsic,
-            target.intrinsic, **intrinsic_common).targets)
-    # Q_E's errors do not see r_i.
-    without = agent.td_errors(sequences)
-    self.assertAllClose(errors.by_n_step[2].td_errors,
-                        without.by_n_step[2].td_errors)
-    self.assertEmpty(without.intrinsic_by_n_step)
+            r_i[:, 2:], sequences.discount[:, 2:], online[i],
+            target[i], **intrinsic_common).targets)
+    # Q_E's errors do not see r_i: those of a plain agent's unroll.
+    self.assertAllClose(errors.by_n_step[2].targets, extrinsic.targets)
 
 
 class AgentTest(support.TestCase):
@@ -134,9 +137,9 @@ class AgentTest(support.TestCase):
     variables = {v.name: v.numpy() for v in agent.q_network.variables}
     loss_info = agent.train(sequences)
     extra = loss_info.extra
-    self.assertGreater(float(extra.intrinsic_td_loss), 0.0)
+    self.assertGreater(float(extra.exploration_loss), 0.0)
     self.assertAllClose(loss_info.loss,
-                        extra.td_loss + extra.intrinsic_td_loss)
+                        extra.td_loss + extra.exploration_loss)
     for v in agent.q_network.trainable_variables:
       self.assertNotAllClose(v, variables[v.name], msg=v.name)
 
@@ -148,24 +151,23 @@ class AgentTest(support.TestCase):
       sequences = support.random_sequences(agent, STEP_TYPES, seed=7)
       losses_by_path.append(agent.train(sequences).extra)
     plain, compiled = losses_by_path
-    self.assertAllClose(plain.intrinsic_td_loss, compiled.intrinsic_td_loss,
+    self.assertAllClose(plain.exploration_loss, compiled.exploration_loss,
                         atol=1e-5)
     self.assertAllClose(plain.priorities, compiled.priorities, atol=1e-5)
 
   def test_priorities_add_the_intrinsic_errors(self):
     agent = _agent()
     sequences = support.random_sequences(agent, STEP_TYPES, seed=5)
-    r_i = tf.fill([2, 7], 5.0)
-    errors = agent.td_errors(sequences, intrinsic_rewards=r_i)
+    errors = agent.td_errors(sequences)
     n_step = errors.by_n_step[2]
-    abs_errors = (tf.abs(n_step.td_errors) +
-                  COEF * tf.abs(errors.intrinsic_by_n_step[2].td_errors))
+    bonus_loss = agent.exploration_loss(sequences, errors, tf.ones([2]))
+    abs_errors = tf.abs(n_step.td_errors) + bonus_loss.priority_errors
+    loss_info = agent.loss(sequences)
     self.assertAllClose(
-        agent.sequence_priorities(n_step, errors.intrinsic_by_n_step[2]),
+        loss_info.extra.priorities,
         losses.sequence_priorities(abs_errors, n_step.valid, eta=0.9))
-    self.assertNotAllClose(
-        agent.sequence_priorities(n_step, errors.intrinsic_by_n_step[2]),
-        agent.sequence_priorities(n_step))
+    self.assertNotAllClose(loss_info.extra.priorities,
+                           agent.sequence_priorities(n_step))
 
   def test_greedy_policy_is_extrinsic_and_actors_act_on_the_mix(self):
     agent = _agent(collect_epsilon=0.0)
@@ -190,9 +192,10 @@ class AgentTest(support.TestCase):
     heads, _ = agent.q_network.q_heads(inputs,
                                        step_type=env_time_step.step_type)
     minimum = int(agent.action_spec.minimum)
-    self.assertAllEqual(greedy, tf.argmax(heads.extrinsic, -1) + minimum)
+    self.assertAllEqual(greedy,
+                        tf.argmax(heads[rdqn.EXTRINSIC], -1) + minimum)
     mixed = tf.argmax(losses.mixed_action_values(
-        heads.extrinsic, heads.intrinsic, COEF), -1) + minimum
+        heads[rdqn.EXTRINSIC], heads[rdqn.INTRINSIC], COEF), -1) + minimum
     self.assertAllEqual(collect, mixed)
     self.assertAllEqual(actor, mixed)
     self.assertNotAllEqual(greedy, mixed)
@@ -209,43 +212,34 @@ class AgentTest(support.TestCase):
 
   def test_r2d3_trains_both_heads(self):
     agent = r2d3_support.make_agent(
-        n_step=2, intrinsic_head=True,
-        intrinsic_reward=support.rnd_component(coef=COEF))
+        n_step=2, exploration=support.rnd_bonus(coef=COEF))
     sequences = support.random_sequences(agent, STEP_TYPES, seed=6)
     experience = r2d3_agent.MixedSequences(
         sequences, None, tf.constant([True, False]))
     extra = agent.train(experience).extra
-    self.assertGreater(float(extra.intrinsic_td_loss), 0.0)
+    self.assertGreater(float(extra.exploration_loss), 0.0)
     self.assertAllClose(
         extra.total_loss,
         extra.ntd_loss + extra.td1_loss + extra.margin_loss +
-        1e-5 * extra.l2_loss + extra.intrinsic_td_loss, rtol=1e-5)
-
-  def test_a_head_without_a_reward_is_rejected(self):
-    with self.assertRaisesRegex(ValueError, 'intrinsic_q_head'):
-      support.make_agent(intrinsic_head=True)
+        1e-5 * extra.l2_loss + extra.exploration_loss, rtol=1e-5)
 
 
 class FactoryTest(support.TestCase):
 
-  def test_factory_builds_the_head_and_names_a_missing_reward(self):
+  def test_factory_builds_the_head_with_a_bonus(self):
     env = support.counting_env()
     specs = (tensor_spec.from_spec(env.time_step_spec()),
              tensor_spec.from_spec(env.action_spec()))
     kwargs = support.FACTORY_KWARGS
     agent = builder.r2d2_agent_fn(
         *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),
-        intrinsic_reward=lambda observation_spec, action_spec: (
-            support.rnd_component(coef=COEF)),
-        intrinsic_q_head=True, **kwargs)
-    self.assertTrue(agent.has_intrinsic_head)
+        exploration=lambda observation_spec, action_spec: (
+            support.rnd_bonus(coef=COEF)), **kwargs)
     self.assertTrue(agent.q_network.has_intrinsic_head)
     self.assertTrue(agent.target_q_network.has_intrinsic_head)
-    with self.assertRaisesRegex(errors.ConfigError,
-                                'intrinsic_q_head = True needs'):
-      builder.r2d2_agent_fn(
-          *specs, train_step_counter=tf.Variable(0, dtype=tf.int64),
-          intrinsic_q_head=True, **kwargs)
+    plain = builder.r2d2_agent_fn(
+        *specs, train_step_counter=tf.Variable(0, dtype=tf.int64), **kwargs)
+    self.assertFalse(plain.q_network.has_intrinsic_head)
 
 
 if __name__ == '__main__':

@@ -8,6 +8,7 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import trajectory as trajectory_lib
 
+from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import config as r2d2_config
@@ -71,6 +72,11 @@ def rnd_component(coef=2.0, normalize=False, non_episodic=False, **kwargs):
       predictor_update_proportion=1.0, **kwargs)
 
 
+def rnd_bonus(arms=False, **kwargs):
+  """An `IntrinsicQBonus` of `rnd_component(**kwargs)`."""
+  return q_bonus.IntrinsicQBonus(rnd_component(**kwargs), arms=arms)
+
+
 def summary_tags(logdir):
   """The set of summary tags in the event files of `logdir`."""
   tags = set()
@@ -86,9 +92,10 @@ def make_agent(env=None, sequence_config=SMALL_CONFIG, lstm_size=8,
   """An initialized small `R2D2Agent` for `env` (default `counting_env()`).
 
   `kwargs` go to `R2D2Agent`; each agent gets its own train step counter.
-  `intrinsic_head`: the network's Q_I head (needs `intrinsic_reward`).
+  `intrinsic_head`: the network's Q_I head (on with an `exploration`).
   """
   env = env or counting_env()
+  intrinsic_head = intrinsic_head or kwargs.get('exploration') is not None
   time_step_spec = tensor_spec.from_spec(env.time_step_spec())
   action_spec = tensor_spec.from_spec(env.action_spec())
   network = small_network(time_step_spec, action_spec, lstm_size,

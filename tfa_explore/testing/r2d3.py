@@ -16,8 +16,9 @@ def make_agent_from_specs(time_step_spec, action_spec,
                           **kwargs):
   """An initialized R2D3Agent built from specs alone (no environment).
 
-  `intrinsic_head`: the network's Q_I head (needs `intrinsic_reward`).
+  `intrinsic_head`: the network's Q_I head (on with an `exploration`).
   """
+  intrinsic_head = intrinsic_head or kwargs.get('exploration') is not None
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   action_spec = tensor_spec.from_spec(action_spec)
   network = r2d2_testing.small_network(time_step_spec, action_spec,

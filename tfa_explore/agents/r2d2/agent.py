@@ -136,6 +136,13 @@ def split_experience(experience):
       f'trajectory, sample_info); got {type(experience).__name__}.')
 
 
+def trajectory_of(experience):
+  """The `[B, T]` trajectory of any `train` input (R2D3's too)."""
+  if isinstance(experience, trajectory_lib.Trajectory):
+    return experience
+  return experience[0]
+
+
 class R2D2Agent(tf_agent.TFAgent):
   """Recurrent replay distributed DQN; see the module docstring."""
 
@@ -488,7 +495,7 @@ class R2D2Agent(tf_agent.TFAgent):
 
   def _train(self, experience, weights=None):
     variables = self._q_network.trainable_weights
-    trajectory, _ = split_experience(experience)
+    trajectory = trajectory_of(experience)
     observed = self._exploration.observe(self, trajectory)
     loss_info, gradients = self._loss_and_gradients(experience, weights)
     tf.debugging.check_numerics(loss_info.loss, 'R2D2 loss is inf or nan')
