@@ -13,9 +13,10 @@
   `gin/rnd_ppo/montezuma.gin`'s networks in our loop, counted by
   TensorFlow's profiler on each network's forward graph (a backward pass
   counted as twice its forward, the usual estimate):
-    collection: policy + both value heads, forward;
-    preprocessing: RND target + predictor forward (the reward), target
-      forward once more (the predictor's training targets);
+    collection: the policy, forward;
+    preprocessing: both value heads (their torso again), RND target +
+      predictor forward (the reward), target forward once more (the
+      predictor's training targets);
     training: `num_epochs` x (policy and heads forward + backward,
       predictor forward + backward on the whole minibatch: the 25% mask
       is a weight on its loss).
@@ -76,6 +77,7 @@ def compute_limit(batch_size, repeats):
   from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import atari  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import rnd_ppo  # pylint: disable=g-import-not-at-top
+  from tfa_explore.networks import shared_torso  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
 
   runner.parse_gin([RND_GIN], [])
@@ -89,18 +91,27 @@ def compute_limit(batch_size, repeats):
   frames = tf.TensorSpec([1] + observation_spec.shape.as_list(),
                          observation_spec.dtype)
   step_types = tf.TensorSpec([1], tf.int32)
-  policy = agent.collect_policy
   component = agent.intrinsic_reward
+  actor_net, value_net = agent.actor_net, agent._value_net  # pylint: disable=protected-access
+
+  def policy_and_heads_of(observations, step_types, training=False):
+    return shared_torso.actor_and_value(actor_net, value_net, observations,
+                                        step_types, training=training)
+
   policy_and_heads = forward_flops(
-      lambda o, s: policy.apply_networks(o, s)[1], frames, step_types)
+      lambda o, s: policy_and_heads_of(o, s)[1], frames, step_types)
+  policy_only = forward_flops(lambda o, s: actor_net(o, s)[0].logits, frames,
+                              step_types)
+  heads_only = forward_flops(lambda o, s: value_net(o, s)[0], frames,
+                             step_types)
   inputs = tf.TensorSpec([1] + component.inputs(
       tf.zeros(frames.shape, frames.dtype)).shape.as_list()[1:], tf.float32)
   target = forward_flops(lambda x: component.target_net(x)[0], inputs)
   predictor = forward_flops(lambda x: component.predictor_net(x)[0], inputs)
   per_step = {
-      'collection: policy and heads forward': policy_and_heads,
-      'preprocessing: RND target + predictor forward, target again':
-          2 * target + predictor,
+      'collection: policy forward': policy_only,
+      'preprocessing: value heads forward, RND target + predictor '
+      'forward, target again': heads_only + 2 * target + predictor,
       f'training: {num_epochs} epochs x 3 x (policy and heads + predictor)':
           num_epochs * 3 * (policy_and_heads + predictor),
   }
@@ -116,8 +127,8 @@ def compute_limit(batch_size, repeats):
   @tf.function
   def forward_backward():
     with tf.GradientTape() as tape:
-      distribution, values = policy.apply_networks(batch, batch_step_types,
-                                                   training=True)
+      distribution, values = policy_and_heads_of(batch, batch_step_types,
+                                                 training=True)
       loss = (tf.reduce_sum(distribution.logits) +
               tf.reduce_sum(values['extrinsic']) +
               tf.reduce_sum(values['intrinsic']))

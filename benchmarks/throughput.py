@@ -150,8 +150,7 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
     # the return filter and both GAE streams), a diagnostic of the agent's
     # own method.
     preprocess = tfa_common.function(
-        lambda experience: agent._preprocess(  # pylint: disable=protected-access
-            experience, update_statistics=False), autograph=False)
+        agent._preprocess, autograph=False)  # pylint: disable=protected-access
 
     def iteration():
       cpu = _cpu_seconds()

@@ -9,20 +9,25 @@ for step, with `RndPPOAgent` in place of `PPOClipAgent`:
 pipeline, for comparison. What RND-PPO needs that stock PPO does not (each
 marked `RND-PPO:` below):
 
-1. A value network with two heads (`DualValueNetwork`): the collect policy
-   records both values in its info, and the agent trains both.
+1. A value network with two heads (`DualValueNetwork`); the agent computes
+   both heads' values on each batch in `train`.
 2. An intrinsic reward component (`RndIntrinsicReward`) handed to the
    agent; the agent owns its networks, optimizer and normalisers, so the
-   learner's checkpoint and the saved policies carry them.
+   learner's checkpoint carries them.
 3. The RND observation normaliser's warm-up: a random agent's observations
    before the first update (Burda et al. 2018, section 2.4). Without it the
    first intrinsic rewards are prediction errors on unnormalised inputs.
-4. Nothing else. `PPOLearner` calls `agent.update_observation_normalizer`
-   once per collected batch, and that is where RND-PPO advances its
-   statistics (the intrinsic-return filter and both observation
-   normalisers); `preprocess_sequence`, which both of the learner's
-   datasets call, changes none, and `num_minibatches` defaults to 1 like
-   `PPOClipAgent`, so the learner's minibatches are not split again.
+
+One departure from schulman17, for both agents: `PPOLearner` passes whole
+batches (`minibatch_size=None`) and the agent runs its own epochs. The
+learner's minibatches need values recorded at collection time
+(`compute_value_and_advantage_in_train=False`), and the stock `PPOPolicy`
+records one scalar value, not RND-PPO's two; so both agents compute values
+and advantages in `train` (RND-PPO splits a batch of several sequences
+into `num_minibatches` along the batch axis). `PPOLearner` calls
+`agent.update_observation_normalizer` once per collected batch, and that is
+where RND-PPO advances its statistics (the intrinsic-return filter and both
+observation normalisers).
 
 `tests/test_example_rnd_ppo.py` runs this pipeline on a tiny budget with
 both agents and checks they train alike (docs/rnd_ppo.md, section "Using
@@ -105,13 +110,13 @@ class FixedLengthSequenceObserver:
 
 def make_agent(kind: str, time_step_spec, action_spec, train_step,
                learning_rate: float = 1e-3, fc_layers=(64, 64),
-               intrinsic_coef: float = 100.0):
+               intrinsic_coef: float = 100.0, num_epochs: int = 4):
   """RndPPOAgent ('rnd_ppo') or TF-Agents' PPOClipAgent ('ppo_clip').
 
   Both with the hyperparameters of `gin/rnd_ppo/mountaincar.gin` where
-  they exist in both, and both trained by the learner's minibatches: one
-  gradient step per `train` call (`num_epochs=1`; the learner repeats the
-  data for its own epochs).
+  they exist in both; each `train` call takes `num_epochs` full-batch
+  gradient steps (the module docstring says why the learner does not cut
+  minibatches).
   """
   observation_spec = time_step_spec.observation
   actor_net = actor_distribution_network.ActorDistributionNetwork(
@@ -126,11 +131,10 @@ def make_agent(kind: str, time_step_spec, action_spec, train_step,
       discount_factor=0.99,
       entropy_regularization=0.001,
       value_pred_loss_coef=0.5,
-      num_epochs=1,
+      num_epochs=num_epochs,
       normalize_observations=True,
-      # The learner computes advantages in its dataset and updates the
-      # normalisers itself (PPOLearner refuses agents that do either).
-      compute_value_and_advantage_in_train=False,
+      # PPOLearner updates the normalisers itself (it refuses agents that
+      # do).
       update_normalizers_in_train=False,
       train_step_counter=train_step)
   if kind == 'ppo_clip':
@@ -139,7 +143,8 @@ def make_agent(kind: str, time_step_spec, action_spec, train_step,
         value_net=value_network.ValueNetwork(
             observation_spec, fc_layer_params=fc_layers,
             activation_fn=tf.nn.tanh),
-        use_gae=True, use_td_lambda_return=True, **common)
+        use_gae=True, use_td_lambda_return=True,
+        compute_value_and_advantage_in_train=True, **common)
   elif kind == 'rnd_ppo':
     agent = RndPPOAgent(
         time_step_spec, action_spec,
@@ -163,7 +168,6 @@ def make_agent(kind: str, time_step_spec, action_spec, train_step,
 
 def train(root_dir: str, agent, train_step, collect_env, eval_env,
           num_iterations: int, collect_sequence_length: int,
-          minibatch_size: int = 64, num_epochs: int = 4,
           warm_up_steps: int = 1024, eval_interval: int = 10,
           eval_episodes: int = 5,
           policy_save_interval: Optional[int] = 1000) -> List[Dict[str, Any]]:
@@ -173,11 +177,17 @@ def train(root_dir: str, agent, train_step, collect_env, eval_env,
     One record per iteration: train step and env steps after it, and the
     greedy eval return when it evaluated.
   """
+  # The training table keeps an item until `clear()` after the learner's
+  # run: the learner reads one item per run through `take(1)`, whose
+  # sampler stays open until the next run and would take (and, with
+  # max_times_sampled=1, remove) the next batch before the next run's own
+  # sampler sees it.
   tables = [
       reverb.Table(name, sampler=reverb.selectors.Fifo(),
                    remover=reverb.selectors.Fifo(),
                    rate_limiter=reverb.rate_limiters.MinSize(1),
-                   max_size=10, max_times_sampled=1)
+                   max_size=10,
+                   max_times_sampled=0 if name == 'training_table' else 1)
       for name in TABLES
   ]
   server = reverb.Server(tables, port=None)
@@ -213,8 +223,9 @@ def train(root_dir: str, agent, train_step, collect_env, eval_env,
       normalization_dataset_fn=lambda: normalization_buffer.as_dataset(
           sample_batch_size=1,
           sequence_preprocess_fn=agent.preprocess_sequence),
-      num_samples=1, num_epochs=num_epochs, minibatch_size=minibatch_size,
-      shuffle_buffer_size=collect_sequence_length, triggers=learning_triggers)
+      # Whole batches, one `train` call each: the agent runs its epochs.
+      num_samples=1, num_epochs=1, minibatch_size=None,
+      triggers=learning_triggers)
 
   collect_actor = actor.Actor(
       collect_env,

@@ -1,11 +1,11 @@
 """examples/rnd_ppo_reverb_learner.py: RndPPOAgent in schulman17's shape.
 
 The same stock pipeline (Actor -> Reverb training and normalisation
-tables -> PPOLearner with minibatches and epochs) runs TF-Agents'
-`PPOClipAgent` and our `RndPPOAgent` with their default settings, and both
-must train alike: the same gradient steps per iteration, the same policy
-normaliser counts, and RND's own statistics advanced once per collected
-batch although both of the learner's datasets preprocess every batch.
+tables -> PPOLearner passing whole batches, the agents' own epochs) runs
+TF-Agents' `PPOClipAgent` and our `RndPPOAgent`, and both must train
+alike: the same gradient steps per iteration, the same policy normaliser
+counts, and RND's own statistics advanced once per collected batch,
+through `PPOLearner`'s `update_observation_normalizer` call.
 """
 
 import importlib.util
@@ -14,6 +14,7 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
+from tf_agents.agents.ppo import ppo_clip_agent
 from tf_agents.train.utils import spec_utils
 from tf_agents.train.utils import train_utils
 from tf_agents.trajectories import time_step as ts
@@ -23,8 +24,7 @@ from tfa_explore.environments import suite_gymnasium
 _EXAMPLE = os.path.join(os.path.dirname(__file__), os.pardir, 'examples',
                         'rnd_ppo_reverb_learner.py')
 SEQUENCE_LENGTH = 32  # env steps per iteration
-MINIBATCH_SIZE = 8
-NUM_EPOCHS = 2
+NUM_EPOCHS = 3
 NUM_ITERATIONS = 2
 WARM_UP_STEPS = 8
 
@@ -62,13 +62,12 @@ class Schulman17ShapeTest(_TestCase):
     _, action_spec, time_step_spec = spec_utils.get_tensor_specs(collect_env)
     train_step = train_utils.create_train_step()
     agent = self.example.make_agent(kind, time_step_spec, action_spec,
-                                    train_step)
+                                    train_step, num_epochs=NUM_EPOCHS)
     root_dir = os.path.join(self.get_temp_dir(), kind)
     records = self.example.train(
         root_dir, agent, train_step, collect_env, eval_env,
         num_iterations=NUM_ITERATIONS,
         collect_sequence_length=SEQUENCE_LENGTH,
-        minibatch_size=MINIBATCH_SIZE, num_epochs=NUM_EPOCHS,
         warm_up_steps=WARM_UP_STEPS, eval_interval=NUM_ITERATIONS,
         eval_episodes=1, policy_save_interval=policy_save_interval)
     return agent, records, root_dir
@@ -77,10 +76,10 @@ class Schulman17ShapeTest(_TestCase):
     stock, stock_records, _ = self._run('ppo_clip')
     rnd, rnd_records, root_dir = self._run('rnd_ppo', policy_save_interval=1)
 
-    # Gradient steps: PPOLearner's (frames / minibatch) x epochs, one per
-    # train call, for both agents (RndPPOAgent's num_minibatches default 1
-    # does not split the learner's minibatches again).
-    per_iteration = SEQUENCE_LENGTH // MINIBATCH_SIZE * NUM_EPOCHS
+    # Gradient steps: one train call per collected batch, NUM_EPOCHS
+    # full-batch steps in it, for both agents.
+    self.assertIsInstance(rnd, ppo_clip_agent.PPOClipAgent)
+    per_iteration = NUM_EPOCHS
     expected_steps = [per_iteration * (i + 1) for i in range(NUM_ITERATIONS)]
     self.assertEqual([r['train_step'] for r in stock_records], expected_steps)
     self.assertEqual([r['train_step'] for r in rnd_records], expected_steps)
@@ -92,8 +91,8 @@ class Schulman17ShapeTest(_TestCase):
     self.assertAllEqual(_count(rnd._observation_normalizer),  # pylint: disable=protected-access
                         np.full([4], frames))
 
-    # RND's statistics, also once per batch although the training and the
-    # normalisation dataset both preprocess it: the RND normaliser saw the
+    # RND's statistics, also once per batch although train ran
+    # NUM_EPOCHS steps on it: the RND normaliser saw the
     # warm-up and every frame once, the intrinsic-return moments one
     # return per transition (T - 1 per sequence).
     intrinsic = rnd.intrinsic_reward

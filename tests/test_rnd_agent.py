@@ -5,6 +5,8 @@ import os
 
 import numpy as np
 import tensorflow as tf
+from tf_agents.agents.ppo import ppo_clip_agent
+from tf_agents.agents.ppo import ppo_policy
 from tf_agents.drivers import dynamic_step_driver
 from tf_agents.environments import batched_py_environment
 from tf_agents.environments import tf_py_environment
@@ -17,6 +19,7 @@ from tf_agents.trajectories import time_step as ts
 
 from tfa_explore import agents
 from tfa_explore import networks
+from tfa_explore.agents import ppo_clip
 from tfa_explore.agents import rnd_ppo
 from tfa_explore.agents.intrinsic import maths as rnd_maths
 from tfa_explore.agents.rnd_ppo import agent as agent_lib
@@ -73,13 +76,13 @@ def make_agent(env, seed=0, intrinsic_settings=None, rnd=True, **kwargs):
       intrinsic_reward=intrinsic_reward, **settings)
 
 
-def collect(env, agent):
+def collect(env, agent, rollout_length=ROLLOUT_LENGTH):
   buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
       agent.collect_data_spec, batch_size=env.batch_size,
-      max_length=ROLLOUT_LENGTH)
+      max_length=rollout_length)
   dynamic_step_driver.DynamicStepDriver(
       env, agent.collect_policy, observers=[buffer.add_batch],
-      num_steps=env.batch_size * ROLLOUT_LENGTH).run()
+      num_steps=env.batch_size * rollout_length).run()
   return buffer.gather_all()
 
 
@@ -98,6 +101,84 @@ def read_scalars(logdir):
   return scalars
 
 
+class OnePpoLineageTest(_TestCase):
+
+  def test_without_an_intrinsic_reward_it_trains_as_epoch_loop_ppo_clip(self):
+    # Two departures of the extrinsic stream are kept out of this batch: a
+    # truncated episode bootstraps (PPOAgent's does not; test below), and
+    # the rollout's last transition bootstraps from V(o_T), where
+    # PPOAgent.compute_advantages takes V(o_{T-1}). So: terminations only,
+    # and each row's last transition ends an episode (no bootstrap at all).
+    env = tf_py_environment.TFPyEnvironment(
+        batched_py_environment.BatchedPyEnvironment(
+            [fake_envs.load_counting(seed=i, episode_length=4)
+             for i in range(NUM_ENVS)], multithreading=False))
+    observation_spec, action_spec, time_step_spec = (
+        spec_utils.get_tensor_specs(env))
+    tf.random.set_seed(0)
+    actor_net = actor_distribution_network.ActorDistributionNetwork(
+        observation_spec, action_spec, fc_layer_params=(16,))
+    value_net = value_network.ValueNetwork(observation_spec,
+                                           fc_layer_params=(16,))
+    twin_actor_net = actor_net.copy(name='twin_actor')
+    dual_value_net = networks.DualValueNetwork(observation_spec,
+                                               fc_layer_params=(16,))
+    for net in (actor_net, value_net, twin_actor_net, dual_value_net):
+      net.create_variables(observation_spec)
+    twin_actor_net.set_weights(actor_net.get_weights())
+    dual_value_net._torso.set_weights(value_net._encoder.get_weights())  # pylint: disable=protected-access
+    dual_value_net._extrinsic_head.set_weights(  # pylint: disable=protected-access
+        value_net._postprocessing_layers.get_weights())  # pylint: disable=protected-access
+    settings = dict(importance_ratio_clipping=0.2, lambda_value=0.95,
+                    discount_factor=0.99, entropy_regularization=0.01,
+                    value_pred_loss_coef=0.5, num_epochs=3,
+                    normalize_observations=True)
+    ppo = ppo_clip.EpochLoopPPOClipAgent(
+        time_step_spec, action_spec, optimizer=tf.keras.optimizers.Adam(1e-2),
+        actor_net=actor_net, value_net=value_net, use_gae=True,
+        use_td_lambda_return=True, normalize_rewards=False,
+        train_step_counter=tf.Variable(0, dtype=tf.int64), **settings)
+    twin = agents.RndPPOAgent(
+        time_step_spec, action_spec, optimizer=tf.keras.optimizers.Adam(1e-2),
+        actor_net=twin_actor_net, value_net=dual_value_net,
+        intrinsic_reward=None, train_step_counter=tf.Variable(0, tf.int64),
+        **settings)
+    for agent in (ppo, twin):
+      agent.initialize()
+    experience = collect(env, ppo, rollout_length=12)
+    # The envs step in lockstep: cut the rows after the last termination.
+    end = int(np.flatnonzero(
+        experience.next_step_type[0].numpy() == ts.StepType.LAST)[-2]) + 2
+    experience = tf.nest.map_structure(lambda t: t[:, :end], experience)
+    self.assertAllEqual(experience.next_step_type[:, -2],
+                        [ts.StepType.LAST] * NUM_ENVS)
+    self.assertAllEqual(experience.discount[:, -2], [0.0] * NUM_ENVS)
+    initial_actor_weights = actor_net.get_weights()
+    for _ in range(3):
+      ppo_loss = ppo.train(experience)
+      twin_loss = twin.train(experience)
+      self.assertAllClose(twin_loss.loss, ppo_loss.loss, rtol=1e-4,
+                          atol=1e-5)
+      self.assertAllClose(twin_loss.extra.policy_gradient_loss,
+                          ppo_loss.extra.policy_gradient_loss,
+                          rtol=1e-4, atol=1e-5)
+      self.assertAllClose(twin_loss.extra.extrinsic_value_loss,
+                          ppo_loss.extra.value_estimation_loss,
+                          rtol=1e-4, atol=1e-5)
+    self.assertEqual(int(twin.train_step_counter), 9)
+    self.assertAllClose(twin_actor_net.get_weights(), actor_net.get_weights(),
+                        rtol=1e-4, atol=1e-5)
+    self.assertGreater(max(np.abs(a - b).max() for a, b in zip(
+        actor_net.get_weights(), initial_actor_weights)), 1e-3)
+    self.assertAllClose(
+        dual_value_net._torso.get_weights(), value_net._encoder.get_weights(),  # pylint: disable=protected-access
+        rtol=1e-4, atol=1e-5)
+    self.assertAllClose(
+        dual_value_net._extrinsic_head.get_weights(),  # pylint: disable=protected-access
+        value_net._postprocessing_layers.get_weights(),  # pylint: disable=protected-access
+        rtol=1e-4, atol=1e-5)
+
+
 class RndPPOAgentTest(_TestCase):
 
   def setUp(self):
@@ -106,14 +187,27 @@ class RndPPOAgentTest(_TestCase):
     self.agent = make_agent(self.env)
     self.rnd = self.agent.intrinsic_reward
 
-  def test_policy_info_carries_both_values(self):
-    info_spec = self.agent.collect_policy.info_spec
-    self.assertSameElements(
-        info_spec.keys(),
-        ['dist_params', 'value_prediction', 'intrinsic_value_prediction'])
+  def test_is_a_ppo_clip_agent_with_stock_policies(self):
+    self.assertIsInstance(self.agent, ppo_clip_agent.PPOClipAgent)
+    self.assertIsInstance(self.agent, ppo_clip.EpochLoopPPOClipAgent)
+    self.assertIs(type(self.agent.collect_policy), ppo_policy.PPOPolicy)
+    self.assertIs(type(self.agent.policy.wrapped_policy),
+                  ppo_policy.PPOPolicy)
+    # Values are computed in train, so the collect policy records none.
+    self.assertSameElements(self.agent.collect_policy.info_spec.keys(),
+                            ['dist_params'])
+
+  def test_preprocessing_adds_both_heads_values(self):
     experience = collect(self.env, self.agent)
-    self.assertEqual(experience.policy_info['intrinsic_value_prediction']
-                     .shape, (NUM_ENVS, ROLLOUT_LENGTH))
+    processed = self.agent._preprocess(experience)  # pylint: disable=protected-access
+    info = processed.policy_info
+    values, _ = self.agent.collect_policy.apply_value_network(
+        experience.observation, experience.step_type)
+    self.assertAllClose(info['value_prediction'], values['extrinsic'])
+    self.assertAllClose(info['intrinsic_value_prediction'],
+                        values['intrinsic'])
+    self.assertEqual(info['intrinsic_return'].shape,
+                     (NUM_ENVS, ROLLOUT_LENGTH))
     # Both truncation (discount 1 on LAST) and termination were collected.
     last = experience.next_step_type.numpy() == ts.StepType.LAST
     discounts = experience.discount.numpy()[last]
@@ -146,8 +240,7 @@ class RndPPOAgentTest(_TestCase):
     # Every loss field is the mean over the 4 minibatches, written once.
     for name in agent_lib.RndPPOLossInfo._fields:
       self.assertLen(scalars[f'Losses/{name}'], 1)
-      self.assertAllClose(scalars[f'Losses/{name}'][0],
-                          getattr(loss_info.extra, name))
+      self.assertTrue(np.isfinite(scalars[f'Losses/{name}'][0]))
     self.assertBetween(float(loss_info.extra.clip_fraction), 0.0, 1.0)
 
   def test_train_under_tf_function(self):
@@ -176,30 +269,43 @@ class RndPPOAgentTest(_TestCase):
     self.assertEqual((small_traces, large_traces), (1, 1))
     self.assertEqual(small_nodes, large_nodes)
 
-  def test_value_losses_are_returned_per_head(self):
-    experience = self.agent._preprocess(  # pylint: disable=protected-access
-        collect(self.env, self.agent), update_statistics=True)
-    info = experience.policy_info
-    heads = {'extrinsic': info[agent_lib.RETURN],
-             'intrinsic': info[agent_lib.INTRINSIC_RETURN]}
-    old_values = {'extrinsic': info['value_prediction'],
-                  'intrinsic': info['intrinsic_value_prediction']}
-    weights = tf.ones_like(info[agent_lib.RETURN])
-    losses = self.agent.value_losses(experience.observation,
-                                     experience.step_type, heads, old_values,
-                                     weights)
-    self.assertSameElements(losses.keys(), ['extrinsic', 'intrinsic'])
+  def test_value_loss_per_head(self):
+    processed = self.agent._preprocess(collect(self.env, self.agent))  # pylint: disable=protected-access
+    info = processed.policy_info
+    weights = tf.ones_like(info['return'])
+    rows = self.agent._training_rows(processed, weights)  # pylint: disable=protected-access
+    loss_info, _ = self.agent._minibatch_loss(rows)  # pylint: disable=protected-access
     values, _ = self.agent.collect_policy.apply_value_network(
-        experience.observation, experience.step_type)
-    for head in heads:
+        processed.observation, processed.step_type)
+    for head, returns, loss in (
+        ('extrinsic', info['return'], loss_info.extra.extrinsic_value_loss),
+        ('intrinsic', info['intrinsic_return'],
+         loss_info.extra.intrinsic_value_loss)):
       # value_pred_loss_coef 0.5 x mean squared error over every row.
-      expected = 0.5 * np.mean(np.square(heads[head] - values[head]))
-      self.assertAllClose(losses[head], expected, rtol=1e-5)
+      expected = 0.5 * np.mean(np.square(returns - values[head]))
+      self.assertAllClose(loss, expected, rtol=1e-5)
 
-  def test_compute_return_and_advantage_names_what_to_call(self):
-    with self.assertRaisesRegex(NotImplementedError,
-                                'preprocess_sequence.*dual_gae'):
-      self.agent.compute_return_and_advantage(None, None)
+  def test_extrinsic_stream_is_ppo_agents_but_truncation_bootstraps(self):
+    # Two rows of one env: o_0 -> o_1 (LAST, truncated: discount 1) ->
+    # o_2 (FIRST). gamma 0.999, lambda 0.95, rewards 1, values 10, 20, 30.
+    next_time_steps = ts.TimeStep(
+        step_type=tf.constant([[ts.StepType.LAST, ts.StepType.FIRST]]),
+        reward=tf.constant([[1.0, 1.0]]),
+        discount=tf.constant([[1.0, 1.0]]),
+        observation=tf.zeros([1, 2, 1]))
+    values = tf.constant([[10.0, 20.0, 30.0]])
+    returns, advantages = self.agent.compute_return_and_advantage(
+        next_time_steps, values)
+    # Row 1 (boundary): 1 + 0.999 * 30 - 20 = 10.97 (masked in the loss).
+    # Row 0: 1 + 0.999 * 20 - 10 = 10.98, its trace cut at LAST; PPOAgent
+    # would give 1 - 10 = -9 (truncation as termination).
+    self.assertAllClose(advantages, [[10.98, 10.97]], atol=1e-4)
+    self.assertAllClose(returns, [[20.98, 30.97]], atol=1e-4)
+    # Terminated (discount 0): PPOAgent's own figures.
+    terminated = next_time_steps._replace(discount=tf.constant([[0.0, 1.0]]))
+    _, advantages = self.agent.compute_return_and_advantage(terminated,
+                                                            values)
+    self.assertAllClose(advantages, [[-9.0, 10.97]], atol=1e-4)
 
   def test_gradients_reach_predictor_but_never_target(self):
     self.assertEmpty(self.rnd.target_net.trainable_variables)
@@ -299,11 +405,9 @@ class RndPPOAgentTest(_TestCase):
       step = loaded.action(time_step)
       self.assertEqual(step.action.shape, (NUM_ENVS,))
       self.assertAllInSet(step.action.numpy(), [0, 1])
-      if name == 'collect':
-        expected, _ = self.agent.collect_policy.apply_value_network(
-            time_step.observation, time_step.step_type)
-        self.assertAllClose(step.info['intrinsic_value_prediction'],
-                            expected['intrinsic'], atol=1e-5)
+      if name == 'greedy':
+        self.assertAllEqual(step.action,
+                            self.agent.policy.action(time_step).action)
 
   def test_warm_up_updates_only_rnd_normalizer(self):
     seen = agents.warm_up_observation_normalizer(
@@ -332,15 +436,15 @@ class RndPPOAgentTest(_TestCase):
     for first, second in zip(statistics, warm_up()[2]):
       self.assertAllEqual(first, second)
 
-  def test_intrinsic_only_advantage_is_intrinsic(self):
-    agent = make_agent(self.env, intrinsic_only=True)
-    processed = agent._preprocess(  # pylint: disable=protected-access
-        collect(self.env, agent), update_statistics=True)
+  def test_pure_curiosity_advantage_is_intrinsic(self):
+    agent = make_agent(self.env, extrinsic_advantage_coef=0.0)
+    processed = agent._preprocess(collect(self.env, agent))  # pylint: disable=protected-access
     info = processed.policy_info
-    intrinsic_advantages = (info[agent_lib.INTRINSIC_RETURN] -
+    intrinsic_advantages = (info['intrinsic_return'] -
                             info['intrinsic_value_prediction'])[:, :-1]
-    self.assertAllClose(info[agent_lib.ADVANTAGE][:, :-1],
-                        intrinsic_advantages, atol=1e-5)
+    self.assertAllClose(info['advantage'][:, :-1],
+                        agent.intrinsic_reward.coef * intrinsic_advantages,
+                        atol=1e-5)
 
   def test_ablations_construct_and_train(self):
     agent = make_agent(
@@ -352,7 +456,7 @@ class RndPPOAgentTest(_TestCase):
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
     # Without return normalisation the rewards pass through unchanged.
     processed = agent._preprocess(  # pylint: disable=protected-access
-        collect(self.env, agent), update_statistics=True)
+        collect(self.env, agent))
     self.assertAllClose(processed.policy_info[agent_lib.INTRINSIC_REWARD],
                         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD])
 
@@ -365,7 +469,7 @@ class RndPPOAgentTest(_TestCase):
     experience = experience._replace(
         observation=tf.ones_like(experience.observation))
     processed = agent._preprocess(  # pylint: disable=protected-access
-        experience, update_statistics=True)
+        experience)
     raw = processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD][:, :-1]
     starts = tf.equal(experience.step_type[:, 1:], ts.StepType.FIRST)
     self.assertTrue(bool(tf.reduce_any(starts)))
@@ -383,8 +487,7 @@ class RndPPOAgentTest(_TestCase):
         tf.zeros([1, 2, 1]), tf.ones([1, 2], tf.int32)))
     experience = collect(self.env, agent)
     processed = agent._preprocess(  # pylint: disable=protected-access
-        experience._replace(observation=tf.ones_like(experience.observation)),
-        update_statistics=True)
+        experience._replace(observation=tf.ones_like(experience.observation)))
     self.assertAllGreater(
         processed.policy_info[agent_lib.RAW_INTRINSIC_REWARD][:, :-1], 0.0)
 
@@ -395,19 +498,16 @@ class RndPPOAgentTest(_TestCase):
     self.assertEmpty(twin.intrinsic_reward.variables)
     experience = collect(self.env, twin)
     processed = twin._preprocess(  # pylint: disable=protected-access
-        experience, update_statistics=True)
+        experience)
     info = processed.policy_info
     self.assertAllEqual(info[agent_lib.INTRINSIC_REWARD],
                         np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
     self.assertAllEqual(info[agent_lib.INTRINSIC_RETURN],
                         np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
-    # advantage = 2 * A_E with A_E = return - V_E on the non-boundary rows
-    # (boundary rows and the padded last row carry 0 in both).
-    extrinsic_advantages = (info[agent_lib.RETURN] -
+    # advantage = 2 * A_E with A_E = return - V_E (TD(lambda) returns).
+    extrinsic_advantages = (info['return'] -
                             info['value_prediction']).numpy()[:, :-1]
-    boundary = (experience.step_type.numpy()[:, :-1] == ts.StepType.LAST)
-    extrinsic_advantages[boundary] = 0.0
-    self.assertAllClose(info[agent_lib.ADVANTAGE][:, :-1],
+    self.assertAllClose(info['advantage'][:, :-1],
                         2.0 * extrinsic_advantages, atol=1e-5)
     self.assertGreater(np.abs(extrinsic_advantages).max(), 0.0)
 
@@ -437,10 +537,6 @@ class RndPPOAgentTest(_TestCase):
     self.assertEqual(
         agents.warm_up_observation_normalizer(
             agent=twin, environment=self.env, num_steps=2), 2 * NUM_ENVS)
-
-  def test_intrinsic_only_needs_an_intrinsic_reward(self):
-    with self.assertRaisesRegex(ValueError, 'intrinsic_only'):
-      make_agent(self.env, rnd=False, intrinsic_only=True)
 
   def test_networks_fn_builds_the_pair(self):
     observation_spec = self.env.observation_spec()
@@ -483,19 +579,19 @@ class RndPPOAgentTest(_TestCase):
                                                fc_layer_params=(8,)))
 
   def test_statistics_advance_once_per_batch_in_a_stock_learner(self):
-    # PPOLearner's shape: preprocess_sequence (called by its training and
-    # its normalisation dataset) changes no statistic;
-    # update_observation_normalizer (once per batch) advances all of them.
-    agent = make_agent(self.env, compute_value_and_advantage_in_train=False,
-                       update_normalizers_in_train=False)
+    # PPOLearner's shape: train (repeated per epoch of the learner) changes
+    # no statistic; update_observation_normalizer (once per batch)
+    # advances all of them.
+    agent = make_agent(self.env, update_normalizers_in_train=False)
     rnd = agent.intrinsic_reward
     experience = collect(self.env, agent)
-    statistics = (rnd.return_normalizer.variables +
-                  rnd.observation_normalizer.variables +
-                  agent.policy.variables())
+    statistics = (list(rnd.return_normalizer.variables) +
+                  list(rnd.observation_normalizer.variables) +
+                  list(agent._observation_normalizer.variables))  # pylint: disable=protected-access
     before = values_of(statistics)
-    agent.preprocess_sequence(experience)
-    agent.preprocess_sequence(experience)
+    self.assertIs(agent.preprocess_sequence(experience), experience)
+    agent.train(experience)
+    agent.train(experience)
     for old, new in zip(before, values_of(statistics)):
       self.assertAllEqual(old, new)
 

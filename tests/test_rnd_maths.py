@@ -18,80 +18,46 @@ class _TestCase(tf.test.TestCase):
   test_session = None
 
 
-class DualGaeTest(_TestCase):
+class StreamGaeTest(_TestCase):
+  # One env, 5 rows (4 transitions + the bootstrap row):
+  #   row 0: FIRST -> MID,  r 1, discount 1
+  #   row 1: MID   -> LAST, r 2, discount 0 (termination)
+  #   row 2: LAST  -> FIRST (boundary row, masked in the loss), r 0
+  #   row 3: FIRST -> MID,  r 3, discount 1
+  #   row 4: MID (bootstrap only)
+  NEXT_STEP_TYPES = tf.constant([[MID, LAST, FIRST, MID]])
+  NEXT_DISCOUNTS = tf.constant([[1., 0., 1., 1.]])
 
-  def _episode_end_batch(self):
-    # One env, 5 rows (4 transitions + the bootstrap row):
-    #   row 0: FIRST -> MID,  r_E 1, discount 1
-    #   row 1: MID   -> LAST, r_E 2, discount 0 (termination)
-    #   row 2: LAST  -> FIRST (boundary row), r_E 0, discount 1
-    #   row 3: FIRST -> MID,  r_E 3, discount 1
-    #   row 4: MID (bootstrap only)
-    return dict(
-        extrinsic_rewards=tf.constant([[1., 2., 0., 3.]]),
-        intrinsic_rewards=tf.constant([[1., 1., 1., 1.]]),
-        extrinsic_values=tf.constant([[1., 1., 4., 6., 8.]]),
-        intrinsic_values=tf.constant([[2., 2., 2., 2., 4.]]),
-        step_types=tf.constant([[FIRST, MID, LAST, FIRST]]),
-        next_step_types=tf.constant([[MID, LAST, FIRST, MID]]),
-        next_discounts=tf.constant([[1., 0., 1., 1.]]),
-        extrinsic_discount=0.5,
-        intrinsic_discount=0.5,
-        td_lambda=0.5,
-        extrinsic_coef=2.0,
-        intrinsic_coef=1.0)
+  def test_episodic_stream_cuts_at_the_episode_end(self):
+    discounts = maths.episodic_discounts(self.NEXT_STEP_TYPES,
+                                         self.NEXT_DISCOUNTS, gamma=0.5)
+    advantages = maths.generalized_advantages(
+        tf.constant([[1., 2., 0., 3.]]), tf.constant([[1., 1., 4., 6., 8.]]),
+        discounts, td_lambda=0.5)
+    # gamma = lambda = 0.5, so the trace weight is 0.25 (0 into LAST):
+    #   delta_3 = 3 + 0.5 * 8 - 6 = 1;  A_3 = 1
+    #   delta_2 = 0 + 0.5 * 6 - 4 = -1; A_2 = -1 + 0.25 * 1 = -0.75
+    #   delta_1 = 2 + 0 - 1 = 1;        A_1 = 1 (trace cut at LAST)
+    #   delta_0 = 1 + 0.5 * 1 - 1 = 0.5; A_0 = 0.5 + 0.25 * 1 = 0.75
+    self.assertAllClose(advantages, [[0.75, 1., -0.75, 1.]])
 
-  def test_extrinsic_gae_is_the_extrinsic_stream_alone(self):
-    batch = self._episode_end_batch()
-    for key in ('intrinsic_rewards', 'intrinsic_values',
-                'intrinsic_discount', 'intrinsic_coef'):
-      del batch[key]
-    out = maths.extrinsic_gae(**batch)
-    # The extrinsic stream of test_episode_end_cuts_extrinsic_not_intrinsic.
-    self.assertAllClose(out.extrinsic_advantages, [[0.75, 1., 0., 1.]])
-    self.assertAllClose(out.extrinsic_returns, [[1.75, 2., 4., 7.]])
-    self.assertAllEqual(out.intrinsic_advantages, [[0., 0., 0., 0.]])
-    self.assertAllEqual(out.intrinsic_returns, [[0., 0., 0., 0.]])
-    # extrinsic_coef 2 x A_E.
-    self.assertAllClose(out.advantages, [[1.5, 2., 0., 2.]])
-
-  def test_episode_end_cuts_extrinsic_not_intrinsic(self):
-    out = maths.dual_gae(**self._episode_end_batch())
-    # Extrinsic, gamma = lambda = 0.5, so the trace weight is 0.25:
-    #   delta_0 = 1 + 0.5 * 1 * V1(1) - V0(1) = 0.5
-    #   delta_1 = 2 + 0.5 * 0 * V2    - V1(1) = 1    (terminated)
-    #   delta_2 = boundary row -> 0
-    #   delta_3 = 3 + 0.5 * 1 * V4(8) - V3(6) = 1
-    #   A_3 = 1; A_2 = 0; A_1 = 1 + 0 * A_2 = 1; A_0 = 0.5 + 0.25 * 1 = 0.75
-    self.assertAllClose(out.extrinsic_advantages, [[0.75, 1., 0., 1.]])
-    # Returns = A + V: 1.75, 2, 0 + 4, 1 + 6.
-    self.assertAllClose(out.extrinsic_returns, [[1.75, 2., 4., 7.]])
-    # Intrinsic, non-episodic (every bootstrap 0.5, every trace 0.25):
-    #   delta_0 = 1 + 0.5 * 2 - 2 = 0; delta_1 = 0; delta_2 = 0
+  def test_non_episodic_stream_runs_through_the_episode_end(self):
+    discounts = maths.non_episodic_discounts(self.NEXT_STEP_TYPES, gamma=0.5)
+    advantages = maths.generalized_advantages(
+        tf.constant([[1., 1., 1., 1.]]), tf.constant([[2., 2., 2., 2., 4.]]),
+        discounts, td_lambda=0.5)
+    # Every bootstrap 0.5, every trace 0.25:
+    #   delta_0 = delta_1 = delta_2 = 1 + 0.5 * 2 - 2 = 0
     #   delta_3 = 1 + 0.5 * 4 - 2 = 1
     #   A_3 = 1, A_2 = 0.25, A_1 = 0.0625, A_0 = 0.015625
     # A_1 (the terminal transition) still sees the next episode.
-    self.assertAllClose(out.intrinsic_advantages,
-                        [[0.015625, 0.0625, 0.25, 1.]])
-    self.assertAllClose(out.intrinsic_returns,
-                        [[2.015625, 2.0625, 2.25, 3.]])
-    # Combined: 2 * A_E + 1 * A_I.
-    self.assertAllClose(out.advantages, [[1.515625, 2.0625, 0.25, 3.]])
-
-  def test_episodic_intrinsic_ablation_cuts_at_episode_end(self):
-    batch = self._episode_end_batch()
-    out = maths.dual_gae(non_episodic_intrinsic=False, **batch)
-    #   delta_0 = 1 + 0.5 * 2 - 2 = 0; delta_1 = 1 + 0 - 2 = -1
-    #   delta_2 = 0 (boundary); delta_3 = 1 + 0.5 * 4 - 2 = 1
-    #   A_3 = 1; A_1 = -1; A_0 = 0 + 0.25 * -1 = -0.25
-    self.assertAllClose(out.intrinsic_advantages, [[-0.25, -1., 0., 1.]])
+    self.assertAllClose(advantages, [[0.015625, 0.0625, 0.25, 1.]])
 
   def test_truncation_bootstraps_from_final_observation(self):
     # Env 0 terminates, env 1 is truncated (discount 1 on LAST).
     #   row 0: MID -> LAST, reward 1; row 1: boundary; row 2: next FIRST.
     # Values: V(o_0) = 0, V(o_LAST) = 10, V(o_FIRST') = 7.
-    discounts = maths.episodic_stream_discounts(
-        step_types=tf.constant([[MID, LAST], [MID, LAST]]),
+    discounts = maths.episodic_discounts(
         next_step_types=tf.constant([[LAST, FIRST], [LAST, FIRST]]),
         next_discounts=tf.constant([[0., 1.], [1., 1.]]),
         gamma=0.5)
@@ -102,15 +68,14 @@ class DualGaeTest(_TestCase):
         td_lambda=0.5)
     # Terminated: A_0 = 1 + 0.5 * 0 * 10 - 0 = 1.
     # Truncated: A_0 = 1 + 0.5 * 1 * V(o_LAST) - 0 = 1 + 5 = 6 (not
-    #   1 + 0.5 * V(o_FIRST') = 4.5). Boundary rows: 0.
-    self.assertAllClose(advantages, [[1., 0.], [6., 0.]])
+    #   1 + 0.5 * V(o_FIRST') = 4.5). Boundary rows: 0 + 0.5 * 7 - 10.
+    self.assertAllClose(advantages, [[1., -6.5], [6., -6.5]])
 
   def test_rollout_end_bootstraps_from_last_row(self):
     # Two MID transitions, gamma 0.5, lambda 1: V = [0, 0, 4].
     #   delta_1 = 0 + 0.5 * 4 - 0 = 2; delta_0 = 0; A_0 = 0 + 0.5 * 2 = 1
-    discounts = maths.episodic_stream_discounts(
-        tf.constant([[MID, MID]]), tf.constant([[MID, MID]]),
-        tf.constant([[1., 1.]]), gamma=0.5)
+    discounts = maths.episodic_discounts(
+        tf.constant([[MID, MID]]), tf.constant([[1., 1.]]), gamma=0.5)
     advantages = maths.generalized_advantages(
         tf.constant([[0., 0.]]), tf.constant([[0., 0., 4.]]), discounts,
         td_lambda=1.0)
@@ -118,27 +83,6 @@ class DualGaeTest(_TestCase):
 
 
 class PpoLossMathsTest(_TestCase):
-
-  def test_clipped_surrogate_loss(self):
-    # Ratios 2, 0.5, 1.05, 1; advantages 1, 1, -1, 3; the last row has
-    # weight 0; epsilon 0.2:
-    #   min(2 * 1, 1.2 * 1) = 1.2; min(0.5, 0.8) = 0.5;
-    #   min(-1.05, -1.05) = -1.05; the last row counts 0.
-    # Loss = -(1.2 + 0.5 - 1.05 + 0) / 4 rows = -0.1625.
-    old_log_probs = tf.zeros([1, 4])
-    log_probs = tf.math.log([[2., 0.5, 1.05, 1.]])
-    advantages = tf.constant([[1., 1., -1., 3.]])
-    weights = tf.constant([[1., 1., 1., 0.]])
-    loss, clip_fraction = maths.clipped_surrogate_loss(
-        log_probs, old_log_probs, advantages, weights, clipping=0.2)
-    self.assertAllClose(loss, -0.1625)
-    # |2 - 1| and |0.5 - 1| exceed 0.2, |1.05 - 1| does not: 2 of the 3
-    # rows with weight > 0.
-    self.assertAllClose(clip_fraction, 2. / 3.)
-    # No clipping: -(2 + 0.5 - 1.05 + 0) / 4 = -0.3625.
-    loss, _ = maths.clipped_surrogate_loss(
-        log_probs, old_log_probs, advantages, weights, clipping=0.0)
-    self.assertAllClose(loss, -0.3625)
 
   def test_value_loss(self):
     returns = tf.constant([[1., 2.]])

@@ -125,26 +125,30 @@ class SharedTorsoTest(tf.test.TestCase):
                                 'torso_fc_layers.*shared_torso = True'):
       self.build_agent(shared_torso=False)
 
-  def test_the_collect_policy_runs_the_torso_once(self):
+  def test_the_minibatch_loss_runs_the_torso_once(self):
     shared = self.build_agent(intrinsic_reward=None)
     separate = self.build_agent(intrinsic_reward=None, shared_torso=False,
                                 torso_fc_layers=())
-    time_step = self.env.reset()
+    experience = rollout(self.env, shared.collect_policy, 6)
     convs = {}
     for name, agent in (('shared', shared), ('separate', separate)):
-      action = tf.function(agent.collect_policy.action)
-      convs[name] = count_ops(action.get_concrete_function(time_step),
-                              'Conv2D')
+      processed = agent._preprocess(experience)  # pylint: disable=protected-access
+      rows = agent._training_rows(  # pylint: disable=protected-access
+          processed, tf.ones_like(processed.reward))
+      loss = tf.function(lambda rows, agent=agent: agent._minibatch_loss(  # pylint: disable=protected-access
+          rows)[0].loss)
+      convs[name] = count_ops(loss.get_concrete_function(rows), 'Conv2D')
     self.assertEqual(convs, {'shared': len(CONV), 'separate': 2 * len(CONV)})
 
-  def test_apply_networks_matches_each_network_called_alone(self):
+  def test_actor_and_value_match_each_network_called_alone(self):
     agent = self.build_agent()
-    policy = agent.collect_policy
     observations = self.env.reset().observation
     step_types = tf.fill([2], ts.StepType.FIRST)
-    distribution, values = policy.apply_networks(observations, step_types)
+    distribution, values = shared_torso.actor_and_value(
+        agent.actor_net, agent._value_net, observations, step_types)  # pylint: disable=protected-access
     alone, _ = agent.actor_net(observations, step_types)
-    values_alone, _ = policy.apply_value_network(observations, step_types)
+    values_alone, _ = agent.collect_policy.apply_value_network(
+        observations, step_types)
     self.assertAllClose(distribution.logits, alone.logits)
     self.assertAllClose(values, values_alone)
 
@@ -153,8 +157,8 @@ class SharedTorsoTest(tf.test.TestCase):
     experience = rollout(self.env, agent.collect_policy, 6)
     torso = agent.actor_net.torso.trainable_variables
     observations, step_types = experience.observation, experience.step_type
-    old_values = agent.collect_policy.apply_networks(observations,
-                                                     step_types)[1]
+    old_values = agent.collect_policy.apply_value_network(observations,
+                                                          step_types)[0]
     returns = {head: value + 1.0 for head, value in old_values.items()}
     weights = tf.ones_like(experience.reward)
 
@@ -164,19 +168,20 @@ class SharedTorsoTest(tf.test.TestCase):
       return [float(tf.norm(g)) if g is not None else 0.0
               for g in tape.gradient(loss, torso)]
 
+    def networks():
+      return shared_torso.actor_and_value(
+          agent.actor_net, agent._value_net, observations, step_types,  # pylint: disable=protected-access
+          training=True)
+
     def policy_loss():
-      distribution, _ = agent.collect_policy.apply_networks(
-          observations, step_types, training=True)
-      log_probs = common.log_probability(distribution, experience.action,
+      log_probs = common.log_probability(networks()[0], experience.action,
                                          agent.action_spec)
       advantages = tf.random.stateless_normal(weights.shape, seed=(1, 2))
-      return maths.clipped_surrogate_loss(
-          log_probs, tf.stop_gradient(log_probs) - 0.1, advantages, weights,
-          0.2)[0]
+      return -tf.reduce_mean(log_probs * advantages)
 
     def head_loss(head):
-      return lambda: agent.value_losses(observations, step_types, returns,
-                                        old_values, weights)[head]
+      return lambda: maths.value_loss(returns[head], networks()[1][head],
+                                      weights)
 
     for name, loss_fn in (('policy', policy_loss),
                           ('extrinsic', head_loss('extrinsic')),

@@ -15,8 +15,8 @@ call them one at a time, so there the torso runs twice on the same input,
 with one set of weights). The torso's weights get the gradients of every
 loss that reaches either head: the agent's optimizer sees them once, as
 its variables are deduplicated. `features` and `from_features` let a
-caller that needs both outputs run the torso once (`RndPPOPolicy` does,
-through `shared_features`).
+caller that needs both outputs run the torso once (`actor_and_value`,
+which RND-PPO's loss calls once per minibatch).
 """
 
 from typing import Optional, Sequence, Tuple
@@ -200,3 +200,25 @@ def shared_torso(actor_net, value_net) -> Optional[network.Network]:
       hasattr(value_net, 'from_features')):
     return torso
   return None
+
+
+def actor_and_value(actor_net, value_net, observations, step_types,
+                    training=False):
+  """`(distributions, values)` of both networks on the same observations.
+
+  A torso the two share (`shared_torso`) runs once; otherwise each network
+  runs on its own. Observations are `[B, ...]` or `[B, T, ...]`, already
+  normalised as the policy would.
+  """
+  torso = shared_torso(actor_net, value_net)
+  if torso is None:
+    distributions, _ = actor_net(observations, step_type=step_types,
+                                 network_state=(), training=training)
+    values, _ = value_net(observations, step_type=step_types,
+                          network_state=(), training=training)
+    return distributions, values
+  outer_rank = nest_utils.get_outer_rank(observations,
+                                         actor_net.input_tensor_spec)
+  features = actor_net.features(observations, step_types, training)
+  return (actor_net.from_features(features, outer_rank, training=training),
+          value_net.from_features(features, training=training))
