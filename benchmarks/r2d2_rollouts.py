@@ -34,8 +34,8 @@ import tensorflow as tf
 import tensorflow_probability  # pylint: disable=unused-import
 from tf_agents.specs import tensor_spec
 
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import losses
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner  # pylint: disable=unused-import
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
@@ -92,13 +92,13 @@ def _episode(agent, env, epsilon, rng, q_steps=()):
   state = network.get_initial_state(1)
   prev_action, episode_return, actions, q_at = 0, 0.0, [], {}
   while not time_step.is_last():
-    info = {r2d2_policy.PREV_ACTION: np.array([[prev_action]]),
-            r2d2_policy.PREV_REWARD: np.array([[float(time_step.reward)]])}
+    info = {r2d2_inputs.PREV_ACTION: np.array([[prev_action]]),
+            r2d2_inputs.PREV_REWARD: np.array([[float(time_step.reward)]])}
     observation = tf.nest.map_structure(lambda x: np.asarray(x)[None, None],
                                         time_step.observation)
     inputs = tf.nest.map_structure(
         lambda x, spec: tf.cast(x, spec.dtype),
-        r2d2_policy.network_inputs(observation, info),
+        r2d2_inputs.network_inputs(observation, info),
         network.input_tensor_spec)
     step_type = tf.constant([[int(time_step.step_type)]])
     heads, state = network.q_heads(inputs, step_type=step_type,

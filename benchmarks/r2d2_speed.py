@@ -75,7 +75,7 @@ def measure_learner():
   import numpy as np  # pylint: disable=g-import-not-at-top
   import reverb  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfa_explore.agents.r2d2 import agent as r2d2_agent  # pylint: disable=g-import-not-at-top
+  from tfa_explore.agents.r2d2 import inputs as r2d2_inputs  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import builder as builder_lib  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import settings as settings_lib  # pylint: disable=g-import-not-at-top
@@ -98,7 +98,7 @@ def measure_learner():
   step_types[:, 0] = 0
   sequences = r2d2_testing.random_sequences(plain, step_types)
   size = settings.batch_size
-  batch = r2d2_agent.PrioritizedSequences(sequences, reverb.SampleInfo(
+  batch = r2d2_inputs.PrioritizedSequences(sequences, reverb.SampleInfo(
       key=tf.cast(tf.range(size), tf.uint64),
       probability=tf.fill([size], tf.constant(1.0 / size, tf.float64)),
       table_size=tf.fill([size], tf.constant(size, tf.int64)),

@@ -11,8 +11,7 @@ from tfa_explore.agents.intrinsic import episodic
 from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.intrinsic import ngu
 from tfa_explore.agents.intrinsic import q_bonus
-from tfa_explore.agents.r2d2 import losses
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.networks import rnd_networks
@@ -372,13 +371,13 @@ class IntrinsicArmsTest(support.TestCase):
           step_type=tf.constant([F, F]), reward=tf.zeros([2]),
           discount=tf.ones([2]), observation=tf.fill([2, 1], value))
       state = policy.get_initial_state(2)
-      info = {r2d2_policy.PREV_ACTION: state[r2d2_policy.PREV_ACTION],
-              r2d2_policy.PREV_REWARD: tf.zeros([2])}
+      info = {r2d2_inputs.PREV_ACTION: state[r2d2_inputs.PREV_ACTION],
+              r2d2_inputs.PREV_REWARD: tf.zeros([2])}
       heads, _ = network.q_heads(
-          r2d2_policy.network_inputs(time_step.observation, info),
+          r2d2_inputs.network_inputs(time_step.observation, info),
           step_type=time_step.step_type,
-          network_state=state[r2d2_policy.NETWORK_STATE])
-      mixed = losses.mixed_action_values(heads[rdqn.EXTRINSIC],
+          network_state=state[r2d2_inputs.NETWORK_STATE])
+      mixed = q_bonus.mixed_action_values(heads[rdqn.EXTRINSIC],
                                          heads[rdqn.INTRINSIC], 0.5)
       action = policy.action(time_step, state).action.numpy()
       self.assertEqual(action[0], int(np.argmax(mixed[0])))

@@ -11,6 +11,7 @@ from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import config as r2d2_config
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
@@ -237,7 +238,7 @@ class StoredStateTest(support.TestCase):
                      for s in state['network_state']]
       policy_step = policy.action(batched, state)
       q_values, _ = network(
-          r2d2_policy.network_inputs(batched.observation,
+          r2d2_inputs.network_inputs(batched.observation,
                                      policy_step.info),
           step_type=batched.step_type, network_state=start_state)
       actor_states.append([s.numpy()[0] for s in start_state])
@@ -371,7 +372,7 @@ class TrainTest(support.TestCase):
                                          seed=12)
     sample_info = _sample_info(probabilities=[0.25, 0.5, 0.25],
                                table_size=8)
-    batch = r2d2_agent.PrioritizedSequences(sequences, sample_info)
+    batch = r2d2_inputs.PrioritizedSequences(sequences, sample_info)
     for step in range(3):
       plain_info = plain.train(batch)
       compiled_info = compiled.train(batch)
@@ -391,7 +392,7 @@ class TrainTest(support.TestCase):
     sequences = support.random_sequences(agent, [[M] * 7] * 2, seed=7)
     sample_info = _sample_info(probabilities=[0.125, 0.5], table_size=8)
     loss_info = agent.loss(
-        r2d2_agent.PrioritizedSequences(sequences, sample_info))
+        r2d2_inputs.PrioritizedSequences(sequences, sample_info))
     # N P = [1, 4]; (N P)^-0.6 = [1, 4^-0.6 = 0.43528]; / max -> same.
     self.assertAllClose(loss_info.extra.importance_weights,
                         [1.0, 4.0**-0.6], rtol=1e-6)

@@ -5,6 +5,7 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
@@ -96,7 +97,7 @@ class TdErrorsTest(support.TestCase):
     extrinsic = losses.n_step_double_q_targets(
         sequences.reward[:, 2:], sequences.discount[:, 2:],
         online[e], target[e], **common)
-    exploring = losses.mixed_action_values(online[e], online[i], COEF)
+    exploring = q_bonus.mixed_action_values(online[e], online[i], COEF)
     # Q_I discounts by the reward's gamma_I, not Q_E's gamma.
     gamma_i = bonus.reward.discount
     self.assertNotEqual(gamma_i, settings.gamma)
@@ -194,7 +195,7 @@ class AgentTest(support.TestCase):
     minimum = int(agent.action_spec.minimum)
     self.assertAllEqual(greedy,
                         tf.argmax(heads[rdqn.EXTRINSIC], -1) + minimum)
-    mixed = tf.argmax(losses.mixed_action_values(
+    mixed = tf.argmax(q_bonus.mixed_action_values(
         heads[rdqn.EXTRINSIC], heads[rdqn.INTRINSIC], COEF), -1) + minimum
     self.assertAllEqual(collect, mixed)
     self.assertAllEqual(actor, mixed)

@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.replay import tables
 
 
@@ -36,8 +36,8 @@ def replay_dataset(replay_buffer, agent, batch_size, prefetch=2):
       sample_batch_size=batch_size, num_steps=sequence_length)
 
   def with_sample_info(trajectory, sample_info):
-    sample_info = r2d2_agent.per_sequence_sample_info(sample_info)
-    return (r2d2_agent.PrioritizedSequences(trajectory, sample_info),
+    sample_info = r2d2_inputs.per_sequence_sample_info(sample_info)
+    return (r2d2_inputs.PrioritizedSequences(trajectory, sample_info),
             sample_info)
 
   return dataset.map(with_sample_info).prefetch(prefetch)

@@ -30,7 +30,7 @@ only be silently overridden.
 import reverb
 import tensorflow as tf
 
-from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.replay import tables
 
@@ -102,7 +102,7 @@ def _check_tables(server_address, agent, table_names):
 
 def _batched_pairs(dataset, batch_size, prefetch):
   def with_sample_info(experience):
-    sample_info = r2d2_agent.per_sequence_sample_info(experience.sample_info)
+    sample_info = r2d2_inputs.per_sequence_sample_info(experience.sample_info)
     return experience._replace(sample_info=sample_info), sample_info
   return dataset.batch(batch_size, drop_remainder=True).map(
       with_sample_info).prefetch(prefetch)
@@ -203,7 +203,7 @@ class MixedPriorityUpdater:
       raise ValueError(
           'MixedPriorityUpdater needs the Reverb SampleInfo of the batch; '
           'the dataset yielded none.')
-    keys = r2d2_agent.per_sequence_sample_info(sample_info).key
+    keys = r2d2_inputs.per_sequence_sample_info(sample_info).key
     priorities = tf.cast(tf.reshape(loss_info.extra.priorities, [-1]),
                          tf.float64)
     is_demo = tf.reshape(tf.cast(experience.is_demo, tf.bool), [-1])

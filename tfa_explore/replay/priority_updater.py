@@ -2,7 +2,7 @@
 
 import tensorflow as tf
 
-from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.replay import tables
 
 
@@ -34,7 +34,7 @@ class PriorityUpdater:
       raise ValueError(
           'PriorityUpdater needs the Reverb SampleInfo of the batch; the '
           'experience dataset yielded none.')
-    keys = r2d2_agent.per_sequence_sample_info(sample_info).key
+    keys = r2d2_inputs.per_sequence_sample_info(sample_info).key
     priorities = tf.cast(
         tf.reshape(loss_info.extra.priorities, [-1]), tf.float64)
     return self._tf_client.update_priorities(self._table_name, keys,

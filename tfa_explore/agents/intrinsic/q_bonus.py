@@ -50,6 +50,30 @@ EPISODIC_MEMORY = 'episodic_memory'
 EPISODIC_NOVELTY = 'episodic_novelty'
 
 
+def mixed_action_values(extrinsic_q, intrinsic_q, intrinsic_weight,
+                        rescale_values=True, rescale_epsilon=1e-3):
+  """h^-1(Q_E) + beta h^-1(Q_I): what an exploring policy maximises.
+
+  The value of r_e + beta r_i under the two heads' returns (Agent57, Badia
+  et al. 2020, Section 4.1, combines its two heads so, and acts on h of
+  it; h is monotone, so the argmax is the same). Used for the argmax only.
+
+  Args:
+    extrinsic_q, intrinsic_q: float `[..., A]`, in rescaled space when
+      `rescale_values`.
+    intrinsic_weight: beta.
+    rescale_values: the heads are rescaled by h.
+    rescale_epsilon: eps of h.
+
+  Returns:
+    float `[..., A]`.
+  """
+  if rescale_values:
+    extrinsic_q = losses.inverse_value_rescale(extrinsic_q, rescale_epsilon)
+    intrinsic_q = losses.inverse_value_rescale(intrinsic_q, rescale_epsilon)
+  return extrinsic_q + intrinsic_weight * intrinsic_q
+
+
 def ngu_intrinsic_weight(arm, num_arms, max_weight):
   """beta_i of NGU's arm i of N (Badia et al. 2020, appendix A).
 
@@ -97,7 +121,7 @@ class ExploringPolicy(r2d2_policy.R2D2Policy):
     heads, next_state = self.q_network.q_heads(
         inputs, step_type=step_type, network_state=network_state,
         training=False)
-    return losses.mixed_action_values(
+    return mixed_action_values(
         heads[rdqn.EXTRINSIC], heads[rdqn.INTRINSIC], self._intrinsic_weight,
         self._td_settings.rescale_values,
         self._td_settings.rescale_epsilon), next_state
@@ -215,7 +239,7 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
     burn_in = settings.burn_in_steps
     online, target = errors.online_heads, errors.target_heads
     dtype = errors.q_values.dtype
-    exploring_q = losses.mixed_action_values(
+    exploring_q = mixed_action_values(
         online[rdqn.EXTRINSIC], online[rdqn.INTRINSIC],
         float(self._reward.coef), settings.rescale_values,
         settings.rescale_epsilon)

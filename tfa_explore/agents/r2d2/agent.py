@@ -1,40 +1,25 @@
 """R2D2 agent (Kapturowski et al. 2019) as a TF-Agents `TFAgent`.
 
-Training input. `train(experience)` takes either
+`train` takes `[B, T]` sequences, with Reverb's sample info or without
+(`inputs.py`), and returns the new priority of each sequence in
+`LossInfo.extra.priorities`. Learner step: unroll online and target
+networks from the stored state, burning in `burn_in_steps` without
+gradient; rescaled n-step double-Q targets; importance-weighted squared TD
+loss over the trace's valid steps; priorities 0.9 max + 0.1 mean |delta|;
+copy the target network every `target_update_period` steps.
 
-* a `PrioritizedSequences(trajectory, sample_info)`: `[B, T]` trajectories
-  and Reverb's `SampleInfo` (`[B]` keys, probabilities, table sizes). The
-  probabilities give the importance weights, and `LossInfo.extra.priorities`
-  holds the new priority of every sampled sequence, to be written back by
-  key (`replay.priority_updater.PriorityUpdater`). `replay.replay_dataset`
-  builds such a dataset from a stock `ReverbReplayBuffer`, in the
-  `(experience, sample_info)` pairs the stock `Learner` expects; or
-* a plain `[B, T]` `Trajectory` (uniform replay: all weights 1).
+An exploration bonus (`exploration.ExplorationBonus`; default none) changes
+the loss, the priorities, the exploring policy under the collect and
+actor policies and the train step only through that seam's hooks;
+`policy` (evaluated, saved) stays greedy on Q_E.
 
-with `T = sequence_config.sequence_length`. The collect policy's info holds
-the recurrent state and the previous action and reward (see `policy.py`).
+Subclasses build their loss from the public parts `_loss` uses (R2D3
+does): `td_errors`, `sequence_loss_weights`, `td_loss`,
+`exploration_loss`, `sequence_priorities`, `td_loss_info`.
 
-Exploration (`exploration`, an `exploration.ExplorationBonus`; default
-none): a bonus adds its terms to the loss and the priorities, picks the
-exploring policy under the collect and actor policies, and updates and
-trains itself on each replayed batch, all through the hooks of
-`exploration.py`; `policy` (evaluated, saved) stays greedy on Q_E.
-
-Learner step: unroll online and target networks from the stored state,
-burning in `burn_in_steps` without gradient; rescaled n-step double-Q
-targets; importance-weighted squared TD loss over the trace's valid steps;
-priorities 0.9 max + 0.1 mean |delta|; copy the target network every
-`target_update_period` steps.
-
-Subclasses build their loss from the same public parts `_loss` uses
-(R2D3 does): `td_errors` (one unroll of both networks, TD errors for any
-n), `sequence_loss_weights`, `td_loss`, `exploration_loss`,
-`sequence_priorities` and `td_loss_info`; the hyperparameters are
-read-only properties.
-
-Gin: the agent is built by the experiments' factory
-(`r2d2.r2d2_agent_fn`), which is its one gin surface; the class itself is
-not configurable, so no binding of it can be silently overridden.
+Gin: the agent's one gin surface is its factory (`r2d2.r2d2_agent_fn`);
+the class is not configurable, so no binding of it can be silently
+overridden.
 """
 
 import collections
@@ -43,24 +28,17 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.agents import tf_agent
 from tf_agents.specs import tensor_spec
-from tf_agents.trajectories import trajectory as trajectory_lib
 from tf_agents.utils import common
 from tf_agents.utils import eager_utils
 
 from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.agents.r2d2 import exploration as exploration_lib
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.agents.r2d2 import summaries
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
-
-
-class PrioritizedSequences(
-    collections.namedtuple('PrioritizedSequences',
-                           ['trajectory', 'sample_info'])):
-  """A batch of replayed sequences with Reverb's `SampleInfo`."""
-  __slots__ = ()
 
 
 class R2D2LossInfo(
@@ -84,63 +62,6 @@ class R2D2LossInfo(
     exploration_loss: the exploration bonus's loss (0 without one).
   """
   __slots__ = ()
-
-
-def check_action_spec(action_spec):
-  """Raises ValueError naming the spec unless it is one discrete scalar."""
-  flat = tf.nest.flatten(action_spec)
-  spec = flat[0] if len(flat) == 1 else None
-  if spec is None or not (tensor_spec.is_bounded(spec) and
-                          tensor_spec.is_discrete(spec) and
-                          spec.shape.rank == 0):
-    raise ValueError(
-        'R2D2Agent needs a single scalar bounded discrete (integer) action '
-        f'spec; got action_spec={action_spec}.')
-  return spec
-
-
-def specs_match(specs, expected_specs):
-  """Same nest structure, shapes and dtypes (names may differ)."""
-  try:
-    tf.nest.assert_same_structure(specs, expected_specs)
-  except (ValueError, TypeError):
-    return False
-  return all(
-      spec.shape == expected.shape and spec.dtype == expected.dtype
-      for spec, expected in zip(tf.nest.flatten(specs),
-                                tf.nest.flatten(expected_specs)))
-
-
-def per_sequence_sample_info(sample_info):
-  """`SampleInfo` with `[B]` fields.
-
-  Reverb's trajectory datasets repeat the item's info at every step
-  (`[B, T]`); it is the same along T.
-  """
-  def first_step(x):
-    x = tf.convert_to_tensor(x)
-    return x[:, 0] if x.shape.rank == 2 else x
-  return tf.nest.map_structure(first_step, sample_info)
-
-
-def split_experience(experience):
-  """(trajectory, sample_info or None) of a `train` input."""
-  if isinstance(experience, trajectory_lib.Trajectory):
-    return experience, None
-  if isinstance(experience, PrioritizedSequences) or (
-      isinstance(experience, tuple) and len(experience) == 2 and
-      isinstance(experience[0], trajectory_lib.Trajectory)):
-    return experience[0], experience[1]
-  raise TypeError(
-      'R2D2Agent.train expects a Trajectory or PrioritizedSequences('
-      f'trajectory, sample_info); got {type(experience).__name__}.')
-
-
-def trajectory_of(experience):
-  """The `[B, T]` trajectory of any `train` input (R2D3's too)."""
-  if isinstance(experience, trajectory_lib.Trajectory):
-    return experience
-  return experience[0]
 
 
 class R2D2Agent(tf_agent.TFAgent):
@@ -199,12 +120,10 @@ class R2D2Agent(tf_agent.TFAgent):
         schedule: 0.4). Distributed actors use `actor_collect_policy`.
       exploration: an `exploration.ExplorationBonus` (module docstring);
         None: no bonus.
-      jit_compile: compute the loss and its gradients in one XLA-compiled
-        function (`_loss` of a subclass too). The same maths to float
-        tolerance (tests/test_r2d2_agent.py); on CPU it fuses the unrolls'
-        many small ops into less CPU time per step, on one thread
-        (docs/performance.md). Summaries, the optimizer step and the target
-        copy run outside it.
+      jit_compile: the loss (a subclass's too) and its gradients as one XLA
+        function: on CPU it fuses the unrolls' many small ops into less CPU
+        time per step (docs/performance.md). Summaries, the optimizer step
+        and the target copy run outside it.
       debug_summaries: write Q/ and Replay/ summaries.
       summarize_grads_and_vars: also gradient and variable histograms.
       train_step_counter: optional counter, incremented every train step.
@@ -217,13 +136,15 @@ class R2D2Agent(tf_agent.TFAgent):
     """
     tf.Module.__init__(self, name=name)
     time_step_spec = tensor_spec.from_spec(time_step_spec)
-    action_spec = check_action_spec(tensor_spec.from_spec(action_spec))
+    action_spec = r2d2_inputs.check_action_spec(
+        tensor_spec.from_spec(action_spec))
     if optimizer is None:
       raise ValueError('R2D2Agent needs an optimizer.')
     expected_input_spec = rdqn.make_input_spec(
         time_step_spec.observation, action_spec,
         reward_dtype=time_step_spec.reward.dtype)
-    if not specs_match(q_network.input_tensor_spec, expected_input_spec):
+    if not r2d2_inputs.specs_match(q_network.input_tensor_spec,
+                                   expected_input_spec):
       raise ValueError(
           'q_network.input_tensor_spec must be make_input_spec('
           'time_step_spec.observation, action_spec) = '
@@ -320,28 +241,12 @@ class R2D2Agent(tf_agent.TFAgent):
     """`learning.TdSettings`: burn-in, gamma, stored state, rescaling."""
     return self._td_settings
 
-  @property
-  def importance_sampling_exponent(self):
-    """beta of the importance weights (`sequence_loss_weights`)."""
-    return self._importance_sampling_exponent
-
-  @property
-  def priority_max_weight(self):
-    """eta of the priorities (`sequence_priorities`)."""
-    return self._priority_max_weight
-
-  @property
-  def huber_delta(self):
-    """None (squared TD loss) or the Huber delta (`td_loss`)."""
-    return self._huber_delta
-
   def actor_collect_policy(self, actor_index, num_actors, envs_per_actor=1):
     """Epsilon-greedy policy of actor `actor_index` of `num_actors`.
 
-    An actor stepping a batch of `envs_per_actor` environments explores in
-    env k like actor `actor_index * envs_per_actor + k` of
-    `num_actors * envs_per_actor`: each env is one of the paper's actors.
-    The exploration bonus gives the greedy policy under it, per slot.
+    Env k of a batch of `envs_per_actor` explores as the paper's actor
+    `actor_index * envs_per_actor + k` of `num_actors * envs_per_actor`;
+    the exploration bonus gives the greedy policy under it, per slot.
     """
     epsilons = r2d2_policy.slot_epsilons(actor_index, num_actors,
                                          envs_per_actor)
@@ -363,18 +268,10 @@ class R2D2Agent(tf_agent.TFAgent):
         tau=1.0, tau_non_trainable=1.0)
 
   def td_errors(self, trajectory, n_steps=None, training=False):
-    """TD errors of `[B, T]` sequences from one unroll of both networks.
+    """`learning.TdErrors` of `[B, T]` sequences for `n_steps` (None: n_step).
 
     `learning.sequence_td_errors` of the online and target networks with
-    the agent's `td_settings`.
-
-    Args:
-      trajectory: `[B, T]` `Trajectory` in `collect_data_spec`.
-      n_steps: the n to compute targets for; None for `(n_step,)`.
-      training: passed to the online network.
-
-    Returns:
-      `learning.TdErrors`; `by_n_step[n]` holds each n's errors.
+    the agent's `td_settings`; `by_n_step[n]` holds each n's errors.
     """
     return learning.sequence_td_errors(
         self._q_network, self._target_q_network, trajectory,
@@ -392,18 +289,12 @@ class R2D2Agent(tf_agent.TFAgent):
           f'({self._sequence_config}) needs sequence_length {expected}.')
 
   def sequence_loss_weights(self, sample_info, weights, batch_size):
-    """Per-sequence importance weights, and those times the caller's weights.
+    """`[B]` `(importance_weights, loss_weights)`: those times `weights`.
 
-    Args:
-      sample_info: Reverb `SampleInfo` of the batch, or None (weights 1).
-      weights: Optional extra per-sequence weights `[B]`.
-      batch_size: B, used when there is no sample info.
-
-    Returns:
-      `(importance_weights, loss_weights)`, each float32 `[B]`.
+    `sample_info` None (uniform replay) gives weights 1 for `batch_size`.
     """
     if sample_info is not None:
-      sample_info = per_sequence_sample_info(sample_info)
+      sample_info = r2d2_inputs.per_sequence_sample_info(sample_info)
       importance_weights = tf.cast(
           losses.importance_weights(
               sample_info.probability, sample_info.table_size,
@@ -439,14 +330,7 @@ class R2D2Agent(tf_agent.TFAgent):
 
   def td_loss_info(self, errors, td_loss, importance_weights,
                    exploration_loss):
-    """`R2D2LossInfo` of a batch: priorities and statistics of the n-step TD.
-
-    Args:
-      errors: `learning.TdErrors` holding `n_step`'s errors.
-      td_loss: the n-step TD loss (of Q_E).
-      importance_weights: `[B]`, from `sequence_loss_weights`.
-      exploration_loss: from `exploration_loss`.
-    """
+    """`R2D2LossInfo` of a batch from the parts `_loss` computes."""
     n_step_errors = errors.by_n_step[self._n_step]
     valid_steps = n_step_errors.valid
     valid = tf.cast(valid_steps, tf.float32)
@@ -471,7 +355,7 @@ class R2D2Agent(tf_agent.TFAgent):
                                               tf.float32))
 
   def _loss(self, experience, weights=None, training=False):
-    trajectory, sample_info = split_experience(experience)
+    trajectory, sample_info = r2d2_inputs.split_experience(experience)
     self.check_sequence_length(trajectory)
     errors = self.td_errors(trajectory, training=training)
     importance_weights, loss_weights = self.sequence_loss_weights(
@@ -495,7 +379,7 @@ class R2D2Agent(tf_agent.TFAgent):
 
   def _train(self, experience, weights=None):
     variables = self._q_network.trainable_weights
-    trajectory = trajectory_of(experience)
+    trajectory = r2d2_inputs.trajectory_of(experience)
     observed = self._exploration.observe(self, trajectory)
     loss_info, gradients = self._loss_and_gradients(experience, weights)
     tf.debugging.check_numerics(loss_info.loss, 'R2D2 loss is inf or nan')
@@ -526,8 +410,7 @@ class R2D2Agent(tf_agent.TFAgent):
     """A callable: `[P, T]` trajectories (numpy) -> `[P]` priorities.
 
     As in the paper, actors compute the initial priority of a sequence with
-    their own copy of the network, which serves as online and target
-    network. Runs as a `tf.function` of fixed signature (any P).
+    their own network as online and target network.
     """
     spec = tensor_spec.add_outer_dims_nest(
         self.collect_data_spec, (None, self._sequence_config.sequence_length))

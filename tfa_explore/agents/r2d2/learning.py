@@ -1,21 +1,12 @@
-"""From a replayed sequence to TD errors: stored state, burn-in, masks.
+"""From a replayed `[B, T]` sequence (`inputs.py`) to TD errors.
 
-`sequence_td_errors` is the one place a sequence becomes TD errors: one
-unroll of the online and target networks, the step mask, the gather of
-Q(s_t, a_t), and the n-step double-Q targets for every n asked for. It
-serves the learner (`R2D2Agent.td_errors`, online + target network; R2D3
-asks for its n-step and 1-step errors at once) and the actors' initial
-priorities (`R2D2Agent.initial_priorities_fn`, the actor's own network in
-both roles, as in the paper), so both compute priorities the same way.
-
-Sequences are `Trajectory`s shaped `[B, T]` with
-`T = SequenceConfig.sequence_length` and the policy info of
-`policy.R2D2Policy`.
-
-The unroll keeps every head of the network (`TdErrors.online_heads`,
-`target_heads`); the TD errors here are Q_E's. An exploration bonus
-computes a second head's errors from the same unroll with
-`n_step_td_errors` (`agents/r2d2/exploration.py`).
+`sequence_td_errors` is the one place a sequence becomes TD errors. It
+serves the learner (`R2D2Agent.td_errors`; R2D3 asks for its n-step and
+1-step errors at once) and the actors' initial priorities
+(`R2D2Agent.initial_priorities_fn`), so both compute priorities the same
+way. The unroll keeps every head of the network; the TD errors here are
+Q_E's, and an exploration bonus computes another head's from the same
+unroll with `n_step_td_errors`.
 """
 
 import collections
@@ -23,26 +14,19 @@ import dataclasses
 import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import losses
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 
 def step_mask(step_type):
   """Real steps (True) of `[B, T]` sequences holding one episode segment.
 
-  A sequence's real steps are those of a single episode: from its last FIRST
-  step (steps before it are the writer's front padding, or another
-  episode's tail in a sequence written by an observer that crosses episode
-  boundaries) up to and including the first LAST step after that (steps
-  after it are rear padding, or the next episode). So padding and other
-  episodes never reach the loss, whatever observer wrote the sequence.
-
-  Args:
-    step_type: int `[B, T]`.
-
-  Returns:
-    bool `[B, T]`.
+  From the last FIRST step (before it: front padding, or another episode's
+  tail if the writer crossed episode boundaries) up to and including the
+  first LAST step after it (after it: rear padding, or the next episode),
+  so padding and other episodes never reach the loss, whatever observer
+  wrote the sequence. `step_type`: int `[B, T]`; returns bool `[B, T]`.
   """
   step_type = tf.convert_to_tensor(step_type)
   time = tf.range(tf.shape(step_type)[1])[None, :]
@@ -63,25 +47,16 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
   `use_stored_state` is False, the paper's zero-state ablation), runs the
   burn-in steps, stops the gradient on the resulting state and unrolls the
   rest. No gradient reaches the burn-in steps' inputs or computation.
-
-  Args:
-    q_network: a `RecurrentDuelingQNetwork`.
-    trajectory: `[B, T]` `Trajectory` with R2D2 policy info.
-    burn_in_steps: Python int.
-    use_stored_state: start from `policy_info['network_state'][:, 0]`.
-    training: passed to the network.
-
-  Returns:
-    `q_network.q_heads`' dict of float `[B, T - burn_in_steps, A]`.
+  Returns `q_network.q_heads`' dict.
   """
   info = trajectory.policy_info
-  inputs = r2d2_policy.network_inputs(trajectory.observation, info)
+  inputs = r2d2_inputs.network_inputs(trajectory.observation, info)
   step_type = trajectory.step_type
   batch_size = tf.shape(step_type)[0]
   if use_stored_state:
     state = tf.nest.map_structure(
         lambda s: s[:, 0],
-        r2d2_policy.stored_network_state(info, q_network))
+        r2d2_inputs.stored_network_state(info, q_network))
   else:
     state = q_network.get_initial_state(batch_size)
 
@@ -107,8 +82,8 @@ def unroll(q_network, trajectory, burn_in_steps, use_stored_state=True,
 class TdSettings:
   """How an agent turns replayed sequences into TD errors.
 
-  `R2D2Agent.td_settings`; see `R2D2Agent` for each value. Only the number
-  of steps n of the targets is not here: one unroll serves several n.
+  `R2D2Agent.td_settings`. The n of the targets is not here: one unroll
+  serves several n.
 
   Attributes:
     burn_in_steps: steps unrolled without gradient before the trace.
@@ -194,22 +169,10 @@ def sequence_td_errors(online_network, target_network, trajectory,
 
   Both networks unroll the whole sequence once from the stored state; only
   the online network's post-burn-in part carries a gradient. For each n of
-  `n_steps` the targets are n-step double-Q (online net picks, target net
-  evaluates), rescaled, from those same unrolls: R2D3 gets its n-step and
-  1-step errors from one unroll.
-
-  Args:
-    online_network: the network being trained (or the actor's copy).
-    target_network: the target network (the actor passes its own network
-      again: actors have no target network; its one unroll then serves
-      both, unless `training`).
-    trajectory: `[B, T]` `Trajectory` with R2D2 policy info.
-    settings: `TdSettings`.
-    n_steps: the n (Python ints >= 1) to compute targets for.
-    training: passed to the online network.
-
-  Returns:
-    `TdErrors`.
+  `n_steps` (Python ints >= 1) the targets are rescaled n-step double-Q
+  (online net picks, target net evaluates) from those same unrolls. An
+  actor has no target network and passes its own network twice: its one
+  unroll then serves both, unless `training`. Returns `TdErrors`.
   """
   burn_in_steps = settings.burn_in_steps
   online_heads = unroll(online_network, trajectory, burn_in_steps,

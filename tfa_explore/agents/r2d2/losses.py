@@ -64,30 +64,6 @@ def inverse_value_rescale(x, eps=1e-3):
   return tf.sign(x) * (tf.square(root) - 1.0)
 
 
-def mixed_action_values(extrinsic_q, intrinsic_q, intrinsic_weight,
-                        rescale_values=True, rescale_epsilon=1e-3):
-  """h^-1(Q_E) + beta h^-1(Q_I): what an exploring policy maximises.
-
-  The value of r_e + beta r_i under the two heads' returns (Agent57, Badia
-  et al. 2020, Section 4.1, combines its two heads so, and acts on h of
-  it; h is monotone, so the argmax is the same). Used for the argmax only.
-
-  Args:
-    extrinsic_q, intrinsic_q: float `[..., A]`, in rescaled space when
-      `rescale_values`.
-    intrinsic_weight: beta.
-    rescale_values: the heads are rescaled by h.
-    rescale_epsilon: eps of h.
-
-  Returns:
-    float `[..., A]`.
-  """
-  if rescale_values:
-    extrinsic_q = inverse_value_rescale(extrinsic_q, rescale_epsilon)
-    intrinsic_q = inverse_value_rescale(intrinsic_q, rescale_epsilon)
-  return extrinsic_q + intrinsic_weight * intrinsic_q
-
-
 class NStepTargets(
     collections.namedtuple('NStepTargets',
                            ['targets', 'valid', 'window_lengths'])):

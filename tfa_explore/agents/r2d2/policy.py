@@ -1,26 +1,11 @@
 """The R2D2 policy: greedy Q policy that records what the learner must replay.
 
-The network input is `{'observation', 'prev_action', 'prev_reward'}` (see
-`networks.recurrent_dueling_q_network.make_input_spec`), built here from the
-plain environment time step, so environments need no wrapper:
-
-* `prev_reward` is `time_step.reward` (in TF-Agents the time step at t holds
-  the reward of the action at t - 1);
-* `prev_action` is carried in the policy state.
-
-Policy state: `{'network_state': [h, c], 'prev_action': a_{t-1}}`.
-
-Policy info, emitted at every step and stored in replay with the trajectory:
-
-    {'network_state': [h, c]   the recurrent state the network started from
-                               at this step (zeros on FIRST steps, since the
-                               network resets there),
-     'prev_action': a_{t-1},   the network's extra inputs at this step
-     'prev_reward': r_{t-1}}   (zeros on FIRST steps)
-
-The learner starts a replayed sequence from `network_state` at its first
-step (R2D2's stored state) and feeds `prev_action` / `prev_reward` as they
-were fed to the actor, so the replay unroll sees exactly the actor's inputs.
+It builds the network input from the plain environment time step, so
+environments need no wrapper: `prev_reward` is `time_step.reward` (in
+TF-Agents the time step at t holds the reward of the action at t - 1) and
+`prev_action` is carried in the policy state, `{'network_state': [h, c],
+'prev_action': a_{t-1}}`. Its info is what the learner replays
+(`inputs.py`).
 
 An exploration bonus's exploring policy subclasses `R2D2Policy`: it may
 be greedy on other values of the network's heads (`_action_values`) and
@@ -35,28 +20,16 @@ from tf_agents.policies import tf_policy
 from tf_agents.trajectories import policy_step
 from tf_agents.trajectories import time_step as ts
 
-from tfa_explore.networks import recurrent_dueling_q_network as rdqn
-
-NETWORK_STATE = 'network_state'
-PREV_ACTION = rdqn.PREV_ACTION_KEY
-PREV_REWARD = rdqn.PREV_REWARD_KEY
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 
 
 def actor_epsilon(actor_index, num_actors, base_epsilon=0.4, alpha=7.0):
   """Exploration rate of actor i of N (Horgan et al. 2018, used by R2D2).
 
-  epsilon_i = base_epsilon ** (1 + alpha * i / (N - 1)), from 0.4 (actor 0)
-  down to 0.4 ** 8 ~ 6.6e-4 (actor N - 1). A single actor gets
-  base_epsilon, the formula's value at i = 0.
-
-  Args:
-    actor_index: i in [0, num_actors).
-    num_actors: N >= 1.
-    base_epsilon: epsilon of actor 0 (paper: 0.4).
-    alpha: spread of the exponents (paper: 7).
-
-  Returns:
-    Python float.
+  epsilon_i = base_epsilon ** (1 + alpha * i / (N - 1)) for i in [0, N),
+  from 0.4 (actor 0) down to 0.4 ** 8 ~ 6.6e-4 (actor N - 1) with the
+  paper's base_epsilon 0.4 and alpha 7. A single actor gets base_epsilon,
+  the formula's value at i = 0.
   """
   if num_actors < 1:
     raise ValueError(f'num_actors must be >= 1, got {num_actors}.')
@@ -81,42 +54,8 @@ def slot_epsilons(actor_index, num_actors, envs_per_actor):
 
 
 def policy_state_spec(q_network, action_spec):
-  return {NETWORK_STATE: q_network.state_spec, PREV_ACTION: action_spec}
-
-
-def _lists_to_tuples(nest):
-  """The same nest with lists as tuples.
-
-  Replay buffers refuse lists in data specs, and the LSTM state is [h, c].
-  """
-  if isinstance(nest, (list, tuple)) and not hasattr(nest, '_fields'):
-    return tuple(_lists_to_tuples(x) for x in nest)
-  if isinstance(nest, dict):
-    return {k: _lists_to_tuples(v) for k, v in nest.items()}
-  return nest
-
-
-def stored_network_state(info, q_network):
-  """The stored network state of policy info, in the network's structure."""
-  return tf.nest.pack_sequence_as(q_network.state_spec,
-                                  tf.nest.flatten(info[NETWORK_STATE]))
-
-
-def info_spec(q_network, action_spec, reward_spec):
-  return {
-      NETWORK_STATE: _lists_to_tuples(q_network.state_spec),
-      PREV_ACTION: action_spec,
-      PREV_REWARD: reward_spec,
-  }
-
-
-def network_inputs(observation, info):
-  """The network input dict from observations and the stored policy info."""
-  return {
-      rdqn.OBSERVATION_KEY: observation,
-      rdqn.PREV_ACTION_KEY: info[PREV_ACTION],
-      rdqn.PREV_REWARD_KEY: info[PREV_REWARD],
-  }
+  return {r2d2_inputs.NETWORK_STATE: q_network.state_spec,
+          r2d2_inputs.PREV_ACTION: action_spec}
 
 
 def _zero_where_first(is_first, nest):
@@ -152,8 +91,8 @@ class R2D2Policy(tf_policy.TFPolicy):
         action_spec,
         policy_state_spec=dict(policy_state_spec(q_network, action_spec),
                                **(extra_state_spec or {})),
-        info_spec=dict(info_spec(q_network, action_spec,
-                                 time_step_spec.reward),
+        info_spec=dict(r2d2_inputs.info_spec(q_network, action_spec,
+                                             time_step_spec.reward),
                        **(extra_info_spec or {})),
         name=name)
 
@@ -180,23 +119,24 @@ class R2D2Policy(tf_policy.TFPolicy):
     # action and reward; zeroing them here too makes the stored info equal
     # to what the network effectively used.
     network_state = _zero_where_first(is_first,
-                                      policy_state[NETWORK_STATE])
+                                      policy_state[r2d2_inputs.NETWORK_STATE])
     prev_action, prev_reward = _zero_where_first(
-        is_first, (policy_state[PREV_ACTION], time_step.reward))
+        is_first, (policy_state[r2d2_inputs.PREV_ACTION], time_step.reward))
     info = {
-        NETWORK_STATE: _lists_to_tuples(network_state),
-        PREV_ACTION: prev_action,
-        PREV_REWARD: prev_reward,
+        r2d2_inputs.NETWORK_STATE: r2d2_inputs.lists_to_tuples(network_state),
+        r2d2_inputs.PREV_ACTION: prev_action,
+        r2d2_inputs.PREV_REWARD: prev_reward,
     }
     q_values, next_network_state = self._action_values(
-        network_inputs(time_step.observation, info), time_step.step_type,
-        network_state)
+        r2d2_inputs.network_inputs(time_step.observation, info),
+        time_step.step_type, network_state)
     action = tf.argmax(q_values, axis=-1, output_type=self.action_spec.dtype)
     action += tf.cast(self.action_spec.minimum, self.action_spec.dtype)
     # The state records the greedy action, which is the action taken when
     # acting greedily; `R2D2CollectPolicy` overwrites it with the action it
     # actually takes.
-    next_state = {NETWORK_STATE: next_network_state, PREV_ACTION: action}
+    next_state = {r2d2_inputs.NETWORK_STATE: next_network_state,
+                  r2d2_inputs.PREV_ACTION: action}
     extra_info, extra_state = self._extra_step(time_step, is_first,
                                                policy_state)
     info.update(extra_info)
@@ -247,5 +187,5 @@ class R2D2CollectPolicy(tf_policy.TFPolicy):
         self.epsilon, tf.float32)
     action = tf.where(explore, random_action, greedy_step.action)
     next_state = dict(greedy_step.state)
-    next_state[PREV_ACTION] = action
+    next_state[r2d2_inputs.PREV_ACTION] = action
     return policy_step.PolicyStep(action, next_state, greedy_step.info)

@@ -37,6 +37,7 @@ from tf_agents.trajectories import trajectory as trajectory_lib
 from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d3 import losses
 from tfa_explore.agents.r2d3 import summaries
 
@@ -72,7 +73,7 @@ def split_mixed_experience(experience):
   if isinstance(experience, MixedSequences):
     return (experience.trajectory, experience.sample_info,
             tf.cast(experience.is_demo, tf.bool))
-  trajectory, sample_info = r2d2_agent.split_experience(experience)
+  trajectory, sample_info = r2d2_inputs.split_experience(experience)
   return (trajectory, sample_info,
           tf.zeros(tf.shape(trajectory.step_type)[:1], tf.bool))
 

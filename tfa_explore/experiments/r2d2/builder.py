@@ -25,6 +25,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import sequence_writer
@@ -96,7 +97,7 @@ def r2d2_agent_fn(time_step_spec,
   """
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   # Checked before the network is built, whose own error is less direct.
-  action_spec = r2d2_agent.check_action_spec(
+  action_spec = r2d2_inputs.check_action_spec(
       tensor_spec.from_spec(action_spec))
   network = rdqn.RecurrentDuelingQNetwork(
       rdqn.make_input_spec(time_step_spec.observation, action_spec,

@@ -23,7 +23,7 @@ import tensorflow as tf
 from tf_agents.replay_buffers import reverb_replay_buffer
 from tf_agents.specs import tensor_spec
 
-from tfa_explore.agents.r2d2 import agent as r2d2_agent
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.experiments import errors
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
@@ -137,7 +137,7 @@ class AgentReplay(ReplayStrategy):
     """
     del time_step_spec  # Any observation the network's torso takes.
     try:
-      r2d2_agent.check_action_spec(tensor_spec.from_spec(action_spec))
+      r2d2_inputs.check_action_spec(tensor_spec.from_spec(action_spec))
     except ValueError as e:
       env = repr(env_id) if env_id else 'the env'
       spec = ' '.join(repr(action_spec).split())

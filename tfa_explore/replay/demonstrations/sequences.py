@@ -21,7 +21,7 @@ import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
 from tf_agents.trajectories import trajectory as trajectory_lib
 
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.replay import sequence_cutter
 from tfa_explore.replay import sequence_writer
 from tfa_explore.replay import tables
@@ -46,7 +46,7 @@ def episode_trajectories(episode, collect_data_spec):
   zero_info = tf.nest.map_structure(
       lambda s: np.zeros(s.shape, s.dtype.as_numpy_dtype), info_spec)
   reward_dtype = tf.as_dtype(
-      info_spec[r2d2_policy.PREV_REWARD].dtype).as_numpy_dtype
+      info_spec[r2d2_inputs.PREV_REWARD].dtype).as_numpy_dtype
   step_dtype = tf.as_dtype(collect_data_spec.step_type.dtype).as_numpy_dtype
   num_steps = len(episode.step_type)
   actions = np.concatenate([np.asarray(episode.action, action_dtype),
@@ -55,8 +55,8 @@ def episode_trajectories(episode, collect_data_spec):
     last = t == num_steps - 1
     info = {
         **zero_info,
-        r2d2_policy.PREV_ACTION: actions[t - 1] if t else action_dtype(0),
-        r2d2_policy.PREV_REWARD: reward_dtype(episode.reward[t] if t else 0),
+        r2d2_inputs.PREV_ACTION: actions[t - 1] if t else action_dtype(0),
+        r2d2_inputs.PREV_REWARD: reward_dtype(episode.reward[t] if t else 0),
     }
     yield trajectory_lib.Trajectory(
         step_type=step_dtype(episode.step_type[t]),
