@@ -7,9 +7,9 @@ import gin
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
+from tfa_explore import errors
 from tfa_explore import networks
 from tfa_explore.agents import rnd_ppo as rnd_ppo_agents
-from tfa_explore.experiments import errors
 from tfa_explore.experiments import intrinsic
 from tfa_explore.experiments import rnd_ppo
 from tfa_explore.testing import fake_envs

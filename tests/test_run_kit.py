@@ -26,7 +26,7 @@ import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 from tf_agents.specs import tensor_spec
 
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner

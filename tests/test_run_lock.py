@@ -16,7 +16,7 @@ import textwrap
 
 from absl.testing import absltest
 
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 from tfa_explore.experiments import run_lock
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -15,9 +15,9 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import common
 
+from tfa_explore import errors
 from tfa_explore import networks
 from tfa_explore.agents.rnd_ppo import maths
-from tfa_explore.experiments import errors
 from tfa_explore.experiments import intrinsic
 from tfa_explore.experiments import ppo
 from tfa_explore.experiments import rnd_ppo

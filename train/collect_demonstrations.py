@@ -35,7 +35,7 @@ from tfa_explore.experiments import console
 console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 from tfa_explore.experiments import runner
 from tfa_explore.replay import demonstrations
 

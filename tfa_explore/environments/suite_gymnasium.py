@@ -23,7 +23,7 @@ from tf_agents.environments import py_environment
 from tf_agents.specs import array_spec
 from tf_agents.trajectories import time_step as ts
 
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 
 
 # Both are configuration errors (the gin file names the env), so the

@@ -27,9 +27,9 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
+from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
-from tfa_explore.experiments import errors
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import run_kit
 from tfa_explore.utils import summaries

@@ -57,8 +57,8 @@ import gin
 
 import tensorflow as tf
 
+from tfa_explore import errors
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
-from tfa_explore.experiments import errors
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.replay import demonstrations as demonstrations_lib

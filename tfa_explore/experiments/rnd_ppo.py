@@ -17,9 +17,9 @@ import gin
 import tensorflow as tf
 from tf_agents.networks import actor_distribution_network
 
+from tfa_explore import errors
 from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.rnd_ppo import agent as rnd_agent
-from tfa_explore.experiments import errors
 from tfa_explore.experiments import ppo
 from tfa_explore.networks import dual_value_network
 from tfa_explore.networks import shared_torso as shared_torso_networks

@@ -54,8 +54,8 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.policies import policy_saver
 
+from tfa_explore import errors
 from tfa_explore.environments import batched
-from tfa_explore.experiments import errors
 from tfa_explore.experiments import run_lock
 from tfa_explore.utils import files
 from tfa_explore.utils import summaries

@@ -33,7 +33,7 @@ import weakref
 
 from absl import logging
 
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 
 LOCK_FILE = 'run.lock'
 

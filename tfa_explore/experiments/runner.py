@@ -28,8 +28,8 @@ from tfa_explore.experiments import ppo
 from tfa_explore.experiments import rnd_ppo
 # pylint: enable=unused-import
 
+from tfa_explore import errors
 from tfa_explore.experiments import console
-from tfa_explore.experiments import errors
 from tfa_explore.experiments import run_lock
 
 CONFIG_ERROR_EXIT_CODE = errors.CONFIG_ERROR_EXIT_CODE

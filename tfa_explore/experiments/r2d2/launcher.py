@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 from absl import logging
 import gin
 
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib

@@ -23,8 +23,8 @@ import tensorflow as tf
 from tf_agents.replay_buffers import reverb_replay_buffer
 from tf_agents.specs import tensor_spec
 
+from tfa_explore import errors
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
-from tfa_explore.experiments import errors
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
 from tfa_explore.replay import tables

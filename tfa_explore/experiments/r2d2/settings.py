@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional
 
 import gin
 
-from tfa_explore.experiments import errors
+from tfa_explore import errors
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 
 REQUIRED = gin.REQUIRED

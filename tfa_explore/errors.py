@@ -1,9 +1,8 @@
-"""The errors an experiment reports to the user, and how to recognise them.
+"""The errors a run reports to the user, and how to recognise them.
 
-Kept apart from `runner` (the binaries' gin handling) so that library code
-such as the R2D3 replay strategy, the run kit or the gymnasium suite can
-raise a `ConfigError` without importing the command-line layer (this
-module imports nothing).
+At the package's root and importing nothing of it, so every floor
+(environments, agents, replay, experiments, the binaries) can raise a
+`ConfigError` without importing the one above it.
 """
 
 import re
