@@ -48,6 +48,11 @@ seconds are printed too, with the load average before and after.
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
+
+`--baseline_tree=DIR` (steady, rnd): each of our loops also runs from
+another checkout of the repository, its own script and package (e.g.
+`git worktree add ../before <commit>`), interleaved in the same repeats,
+so a change is measured before and after in one run.
 """
 
 import argparse
@@ -226,22 +231,33 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
       cpu_ms_per_iteration=milliseconds)), flush=True)
 
 
-def _run_child(args):
-  command = [sys.executable, os.path.abspath(__file__)] + args
-  output = subprocess.run(command, cwd=REPO_ROOT, capture_output=True,
-                          text=True, check=False)
+def _run_child(args, tree=None):
+  """Runs this script's child in a fresh process; its JSON line.
+
+  `tree`: another checkout of the repository (e.g. a `git worktree` of an
+  earlier commit), whose own script and package run the child.
+  """
+  root = os.path.abspath(tree) if tree else REPO_ROOT
+  script = os.path.join(root, 'benchmarks', os.path.basename(__file__))
+  environment = dict(os.environ)
+  if tree:
+    environment['PYTHONPATH'] = os.pathsep.join(
+        [root] + [p for p in [environment.get('PYTHONPATH')] if p])
+  command = [sys.executable, script] + args
+  output = subprocess.run(command, cwd=root, capture_output=True,
+                          text=True, check=False, env=environment)
   if output.returncode:
     sys.exit(f'{" ".join(command)} failed:\n{output.stderr[-3000:]}')
   return json.loads(output.stdout.strip().splitlines()[-1])
 
 
 def measure_steady(gin_file, loop, warmup, iterations, gin_bindings=(),
-                   tree=False):
+                   tree=False, checkout=None):
   result = _run_child(['--child=steady', f'--loop={loop}',
                        f'--gin_file={gin_file}', f'--warmup={warmup}',
                        f'--iterations={iterations}'] +
                       [f'--gin_bindings={b}' for b in gin_bindings] +
-                      (['--tree'] if tree else []))
+                      (['--tree'] if tree else []), checkout)
   result['steps_per_cpu_second'] = result['env_steps'] / result['cpu_seconds']
   result['steps_per_second'] = result['env_steps'] / result['wall_seconds']
   if tree:
@@ -461,17 +477,24 @@ def _fmt(value, spec=',.0f'):
   return '-' if value is None else format(value, spec)
 
 
-def report_pairs(title, pairs, repeats, warmup, iterations):
+def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
   """Runs (label, gin, loop[, bindings]) interleaved; a table and ratios.
 
   The ratios are each label's env steps per CPU-s over the second's (the
-  reference: stock TF-Agents, the PPO twin).
+  reference: stock TF-Agents, the PPO twin). With `baseline` (another
+  checkout) each of our loops also runs from it, interleaved in the same
+  repeats, as '<label> @ baseline', and each ratio to it is printed.
   """
-  pairs = [tuple(pair) + ((),) * (4 - len(pair)) for pair in pairs]
-  results = {label: [] for label, _, _, _ in pairs}
+  pairs = [tuple(pair) + ((),) * (4 - len(pair)) + (None,) for pair in pairs]
+  if baseline:
+    pairs += [(f'{label} @ baseline', gin_file, loop, bindings, baseline)
+              for label, gin_file, loop, bindings, _ in pairs
+              if loop != 'stock']
+  results = {label: [] for label, *_ in pairs}
   for repeat in range(repeats):
-    for label, gin_file, loop, bindings in pairs:
-      result = measure_steady(gin_file, loop, warmup, iterations, bindings)
+    for label, gin_file, loop, bindings, checkout in pairs:
+      result = measure_steady(gin_file, loop, warmup, iterations, bindings,
+                              checkout=checkout)
       results[label].append(result)
       print(f'  [{title} {repeat + 1}/{repeats}] {label}: '
             f'{result["steps_per_cpu_second"]:,.0f} env steps/CPU-s, '
@@ -482,7 +505,7 @@ def report_pairs(title, pairs, repeats, warmup, iterations):
   print('| loop | env steps / CPU-s | env steps / s | start -> first train '
         'done (s) | CPU ms per iteration: collect / train (its preprocessing) |')
   print('|---|---|---|---|---|')
-  for label, _, _, _ in pairs:
+  for label, *_ in pairs:
     split = {name: statistics.median(r['cpu_ms_per_iteration'][name]
                                      for r in results[label])
              for name in results[label][0]['cpu_ms_per_iteration']}
@@ -494,12 +517,20 @@ def report_pairs(title, pairs, repeats, warmup, iterations):
           + (f' ({preprocessing:.0f})' if preprocessing else '') + ' |')
   reference = pairs[1][0]
   ratios = {}
-  for label, _, _, _ in pairs:
-    if label != reference:
-      ratios[label] = (_median(results[label], 'steps_per_cpu_second') /
-                       _median(results[reference], 'steps_per_cpu_second'))
-      print(f'ratio {label} / {reference} (env steps per CPU-s): '
-            f'{ratios[label]:.2f}', flush=True)
+
+  def ratio(label, other):
+    value = (_median(results[label], 'steps_per_cpu_second') /
+             _median(results[other], 'steps_per_cpu_second'))
+    print(f'ratio {label} / {other} (env steps per CPU-s): {value:.2f}',
+          flush=True)
+    return value
+
+  for label, *_, checkout in pairs:
+    if label != reference and not checkout:
+      ratios[label] = ratio(label, reference)
+  for label, *_, checkout in pairs:
+    if checkout:
+      ratio(label.replace(' @ baseline', ''), label)
   print(flush=True)
   return ratios
 
@@ -520,6 +551,10 @@ def main():
   parser.add_argument('--cleanrl_python',
                       help='cleanrl: the Python of an environment with '
                       'PyTorch, gymnasium, ale-py, opencv and tyro.')
+  parser.add_argument('--baseline_tree',
+                      help='steady, rnd: also run our loops from this '
+                      'checkout (e.g. `git worktree add ../before <commit>`), '
+                      'interleaved, and print the ratios to it.')
   parser.add_argument('--tree', action='store_true', help=argparse.SUPPRESS)
   parser.add_argument('--child', help=argparse.SUPPRESS)
   parser.add_argument('--loop', help=argparse.SUPPRESS)
@@ -579,12 +614,12 @@ def main():
         ('stock TF-Agents', CARTPOLE_GIN, 'stock'),
         ('ours with TF default threads', CARTPOLE_GIN,
          'ours_default_threads')],
-        args.repeats, args.warmup, args.iterations)
+        args.repeats, args.warmup, args.iterations, args.baseline_tree)
   if 'rnd' in measures:
     for task, (rnd_gin, twin_gin) in RND_TASKS.items():
       report_pairs(f'{task}, RND-PPO vs PPO twin, steady', [
           ('RND-PPO', rnd_gin, 'ours'), ('PPO twin', twin_gin, 'ours')],
-          args.repeats, args.warmup, args.iterations)
+          args.repeats, args.warmup, args.iterations, args.baseline_tree)
   if 'torso' in measures:
     report_pairs("Montezuma's Revenge, RND-PPO, shared torso vs two torsos, "
                  'steady', [
