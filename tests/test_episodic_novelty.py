@@ -159,9 +159,10 @@ class NguRewardTest(support.TestCase):
     self.assertEqual(int(component.reward.error_moments.count()), 4)
 
   def test_settings_that_contradict_the_memory_are_refused(self):
-    with self.assertRaisesRegex(ValueError, 'normalize_returns = False'):
+    with self.assertRaisesRegex(ValueError, 'must be False, got True and'):
       _episodic_component(normalize=True)
-    with self.assertRaisesRegex(ValueError, 'first_visits_only = False'):
+    with self.assertRaisesRegex(ValueError, 'must be False, got False and '
+                                'True.*rnd_intrinsic_reward.normalize_returns'):
       _episodic_component(first_visits_only=True)
     with self.assertRaisesRegex(ValueError, 'memory_size must be >= 1'):
       ngu.NguReward(support.rnd_component(), episodic.EpisodicCounts(), 0)

@@ -25,6 +25,7 @@ from tf_agents.specs import array_spec
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore import errors
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
 
@@ -77,6 +78,31 @@ r2d2.r2d2_agent_fn.target_update_period = 5
 r2d2.r2d2_agent_fn.importance_sampling_exponent = 0.6
 r2d2.r2d2_agent_fn.priority_max_weight = 0.9
 r2d2.r2d2_agent_fn.gradient_clipping = 40.0
+"""
+
+# An NGU bonus on TINY_GIN's agent (small networks).
+TINY_NGU_BINDINGS = """
+import tfa_explore.experiments.intrinsic
+import tfa_explore.networks.rnd_networks
+r2d2.r2d2_agent_fn.exploration = @intrinsic.ngu_bonus
+intrinsic.ngu_bonus.rnd_fn = @intrinsic.rnd_intrinsic_reward
+intrinsic.ngu_bonus.arms = True
+intrinsic.ngu_bonus.memory_size = 8
+intrinsic.ngu_bonus.max_modulator = 5.0
+intrinsic.rnd_intrinsic_reward.coef = 0.3
+intrinsic.rnd_intrinsic_reward.discount = 0.7
+intrinsic.rnd_intrinsic_reward.non_episodic = False
+intrinsic.rnd_intrinsic_reward.normalize_returns = False
+intrinsic.rnd_intrinsic_reward.normalize_observations = True
+intrinsic.rnd_intrinsic_reward.observation_clip = 5.0
+intrinsic.rnd_intrinsic_reward.learning_rate = 1e-4
+intrinsic.rnd_intrinsic_reward.adam_epsilon = 1e-5
+intrinsic.rnd_intrinsic_reward.predictor_update_proportion = 0.25
+intrinsic.rnd_intrinsic_reward.first_visits_only = False
+intrinsic.rnd_intrinsic_reward.networks_fn = @rnd_mlp_networks
+rnd_mlp_networks.torso_fc_layer_params = (8,)
+rnd_mlp_networks.predictor_fc_layer_params = (8,)
+rnd_mlp_networks.output_dim = 4
 """
 
 
@@ -320,6 +346,47 @@ class ErrorsTest(_TestCase):
     with self.assertRaisesRegex(ValueError, 'no table.*r2d2_sequences'):
       r2d2.run_actor(self.settings(), task=0,
                      replay_server=f'localhost:{server.port}')
+
+  def test_bad_bonus_settings_are_config_errors_naming_the_binding(self):
+    rnd = 'intrinsic.rnd_intrinsic_reward'
+    q_bonus = ('r2d2.r2d2_agent_fn.exploration = @intrinsic.intrinsic_q_bonus',
+               'intrinsic.intrinsic_q_bonus.reward_fn = '
+               '@intrinsic.rnd_intrinsic_reward',
+               'intrinsic.intrinsic_q_bonus.arms = False')
+    cases = [
+        ((), None),  # the valid bonus builds
+        ((f'{rnd}.non_episodic = True',), f'{rnd}.non_episodic'),
+        (q_bonus + (f'{rnd}.non_episodic = True',), f'{rnd}.non_episodic'),
+        ((f'{rnd}.normalize_returns = True',), f'{rnd}.normalize_returns'),
+        ((f'{rnd}.first_visits_only = True',), 'first_visits_only'),
+        (('intrinsic.ngu_bonus.memory_size = 0',),
+         'intrinsic.ngu_bonus.memory_size'),
+        (('intrinsic.ngu_bonus.max_modulator = 0.5',),
+         'intrinsic.ngu_bonus.max_modulator'),
+        ((f'{rnd}.predictor_update_proportion = 1.5',),
+         f'{rnd}.predictor_update_proportion'),
+    ]
+    counter = tf.Variable(0, dtype=tf.int64)
+    for bindings, parameter in cases:
+      with self.subTest(bindings=bindings):
+        gin.clear_config()
+        settings = self.settings(TINY_NGU_BINDINGS, *bindings)
+        env = settings.env_loader(seed=0)
+        specs = dict(time_step_spec=env.time_step_spec(),
+                     action_spec=env.action_spec())
+        env.close()
+        if parameter is None:
+          self.assertIsNotNone(settings.agent_fn(
+              train_step_counter=counter, **specs).exploration.reward)
+          continue
+        with self.assertRaises(runner.ConfigError) as raised:
+          settings.agent_fn(train_step_counter=counter, **specs)
+        # The binaries print this one line and exit with code 2.
+        message = errors.user_message(raised.exception)
+        self.assertNotIn('\n', message)
+        self.assertStartsWith(message, 'r2d2.r2d2_agent_fn.exploration')
+        self.assertIn(parameter, message)
+        self.assertRegex(message, 'must be')
 
   def test_task_out_of_range(self):
     with self.assertRaisesRegex(ValueError, 'task must be in'):

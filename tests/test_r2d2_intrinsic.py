@@ -94,7 +94,9 @@ class BonusTest(support.TestCase):
     self.assertNotAllClose(predictor.variables[0], before)
 
   def test_non_episodic_bonus_is_rejected_by_name(self):
-    with self.assertRaisesRegex(ValueError, 'non_episodic = False'):
+    with self.assertRaisesRegex(
+        ValueError, 'non_episodic must be False.*'
+        'intrinsic.rnd_intrinsic_reward.non_episodic'):
       support.rnd_bonus(non_episodic=True)
 
   def test_a_bonus_needs_the_intrinsic_head(self):

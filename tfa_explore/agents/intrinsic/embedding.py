@@ -66,7 +66,8 @@ class ControllableEmbedding(episodic.EpisodicNovelty):
     """
     super().__init__(name=name)
     if num_neighbors < 1:
-      raise ValueError(f'num_neighbors must be >= 1, got {num_neighbors}.')
+      raise ValueError(f'num_neighbors must be >= 1, got {num_neighbors} '
+                       '(gin: intrinsic.controllable_embedding.num_neighbors).')
     embedding_spec = embedding_net.create_variables(input_spec)
     if embedding_spec.shape.rank != 1:
       raise ValueError('The embedding network must give a vector per input, '

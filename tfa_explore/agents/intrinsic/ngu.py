@@ -44,13 +44,17 @@ class NguReward(tf.Module):
     super().__init__(name=name)
     if rnd.normalize_returns or rnd.first_visits_only:
       raise ValueError(
-          'NGU\'s reward is neither divided by the return std nor gated to '
-          'first visits: build its RND with normalize_returns = False and '
-          'first_visits_only = False (gin: intrinsic.rnd_intrinsic_reward.*).')
+          'normalize_returns and first_visits_only must be False, got '
+          f'{rnd.normalize_returns} and {rnd.first_visits_only}: NGU\'s reward '
+          'is neither divided by a return std nor gated to first visits '
+          '(gin: intrinsic.rnd_intrinsic_reward.normalize_returns, '
+          '.first_visits_only).')
     if memory_size < 1:
-      raise ValueError(f'memory_size must be >= 1, got {memory_size}.')
+      raise ValueError(f'memory_size must be >= 1, got {memory_size} (gin: '
+                       'intrinsic.ngu_bonus.memory_size).')
     if max_modulator < 1.0:
-      raise ValueError(f'max_modulator must be >= 1, got {max_modulator}.')
+      raise ValueError(f'max_modulator must be >= 1, got {max_modulator} '
+                       '(gin: intrinsic.ngu_bonus.max_modulator).')
     self._rnd = rnd
     self._novelty = novelty
     self._memory_size = int(memory_size)

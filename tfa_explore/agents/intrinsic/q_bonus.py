@@ -167,9 +167,8 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
     super().__init__(name=name)
     if reward.non_episodic:
       raise ValueError(
-          'Q_I shares Q_E\'s episode ends: build the intrinsic reward with '
-          'non_episodic=False (gin: intrinsic.rnd_intrinsic_reward.'
-          'non_episodic = False).')
+          'non_episodic must be False, got True: Q_I shares Q_E\'s episode '
+          'ends (gin: intrinsic.rnd_intrinsic_reward.non_episodic).')
     self._reward = reward
     self._arms = bool(arms)
     reward.build_optimizer()

@@ -248,7 +248,8 @@ class RndIntrinsicReward(IntrinsicReward):
                        'picks the single RND input tensor.')
     if not 0.0 < predictor_update_proportion <= 1.0:
       raise ValueError('predictor_update_proportion must be in (0, 1], got '
-                       f'{predictor_update_proportion}.')
+                       f'{predictor_update_proportion} (gin: intrinsic.'
+                       'rnd_intrinsic_reward.predictor_update_proportion).')
     self._observation_fn = observation_fn or (lambda observation: observation)
     input_spec = self._input_spec(observation_spec)
     self._rnd_input_spec = input_spec

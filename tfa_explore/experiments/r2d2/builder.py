@@ -24,6 +24,7 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.utils import common
 
+from tfa_explore import errors
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.experiments.r2d2 import replay as replay_lib
@@ -94,6 +95,7 @@ def r2d2_agent_fn(time_step_spec,
 
   Raises:
     ValueError: if the action spec is not one discrete scalar.
+    errors.ConfigError: a bad setting of the exploration bonus.
   """
   time_step_spec = tensor_spec.from_spec(time_step_spec)
   # Checked before the network is built, whose own error is less direct.
@@ -113,9 +115,18 @@ def r2d2_agent_fn(time_step_spec,
   # The Q network's variables first, so a seed gives it the same initial
   # weights with and without a bonus.
   network.create_variables()
-  bonus = (exploration(observation_spec=time_step_spec.observation,
-                       action_spec=action_spec)
-           if exploration else None)
+  bonus = None
+  if exploration:
+    try:
+      bonus = exploration(observation_spec=time_step_spec.observation,
+                          action_spec=action_spec)
+    except ValueError as e:
+      # The bonus's constructors check their settings once, naming each
+      # one's gin binding; here a bad value becomes the user's ConfigError.
+      name = getattr(exploration, '__name__', repr(exploration))
+      raise errors.ConfigError(
+          f'r2d2.r2d2_agent_fn.exploration ({name}): '
+          f'{errors.user_message(e)}') from e
   agent = agent_class(
       time_step_spec,
       action_spec,
