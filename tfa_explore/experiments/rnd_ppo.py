@@ -148,9 +148,9 @@ def rnd_ppo_agent(
         conv_layer_params=conv,
         fc_layer_params=tuple(value_fc_layers),
         activation_fn=activation_fn)
-  # Variables are created actor, value, RND target, RND predictor: the
-  # initialisers draw their seeds in that order, so a seed keeps giving the
-  # initial weights it gave before the intrinsic reward became a component.
+  # The policy's networks are created before the RND networks: the
+  # initialisers draw their seeds in creation order, so a seed gives
+  # RND-PPO and its twin the same initial policy and value weights.
   actor_net.create_variables(observation_spec)
   value_net.create_variables(observation_spec)
   optimizer = optimizers.adam_optimizer(learning_rate,
