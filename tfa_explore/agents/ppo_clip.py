@@ -190,8 +190,12 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
       return tf.stack([tf.cast(parts[name], tf.float32) for name in names])
 
     def epoch_step(epoch, sums, last):
-      permutation = (tf.random.shuffle(tf.range(batch_size))
-                     if num_minibatches > 1 else None)
+      if num_minibatches == 1:
+        # One minibatch needs no inner loop, whose per-epoch overhead
+        # showed in CartPole's steady figure (docs/performance.md).
+        values = minibatch_step(epoch, 0, None)
+        return epoch + 1, sums + values, values
+      permutation = tf.random.shuffle(tf.range(batch_size))
 
       def body(minibatch, sums, last):
         del last
