@@ -347,6 +347,24 @@ class ErrorsTest(_TestCase):
       r2d2.run_actor(self.settings(), task=0,
                      replay_server=f'localhost:{server.port}')
 
+  def test_values_that_cannot_work_are_config_errors_naming_the_factory(self):
+    counter = tf.Variable(0, dtype=tf.int64)
+    for binding, message in (
+        ('r2d2.r2d2_agent_fn.learning_rate = -1e-4',
+         'r2d2.r2d2_agent_fn: learning_rate must be > 0, got -0.0001.'),
+        ('r2d2.r2d2_agent_fn.n_step = 0',
+         'r2d2.r2d2_agent_fn: n_step must be >= 1, got 0.')):
+      with self.subTest(binding):
+        gin.clear_config()
+        settings = self.settings(binding)
+        env = settings.env_loader(seed=0)
+        specs = dict(time_step_spec=env.time_step_spec(),
+                     action_spec=env.action_spec())
+        env.close()
+        with self.assertRaises(runner.ConfigError) as raised:
+          settings.agent_fn(train_step_counter=counter, **specs)
+        self.assertEqual(errors.user_message(raised.exception), message)
+
   def test_bad_bonus_settings_are_config_errors_naming_the_binding(self):
     rnd = 'intrinsic.rnd_intrinsic_reward'
     q_bonus = ('r2d2.r2d2_agent_fn.exploration = @intrinsic.intrinsic_q_bonus',

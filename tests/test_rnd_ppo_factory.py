@@ -82,6 +82,19 @@ class RndPpoFactoryTest(absltest.TestCase):
         intrinsic_reward=functools.partial(intrinsic.rnd_intrinsic_reward,
                                            **settings), **SHARED))
 
+  def test_values_that_cannot_work_are_config_errors_naming_the_factory(self):
+    for setting, value, message in (
+        ('num_epochs', 0, 'num_epochs must be >= 1, got 0'),
+        ('num_minibatches', 0, 'num_minibatches must be >= 1, got 0'),
+        ('learning_rate', -1e-3, 'learning_rate must be > 0, got -0.001'),
+        ('adam_epsilon', 0.0, 'adam_epsilon must be > 0, got 0.0')):
+      with self.subTest(setting):
+        with self.assertRaises(errors.ConfigError) as raised:
+          self.build(intrinsic_reward=None,
+                     **dict(SHARED, **{setting: value}))
+        self.assertEqual(errors.user_message(raised.exception),
+                         f'rnd_ppo.rnd_ppo_agent: {message}.')
+
   def test_agent_class_is_configured_through_the_factory_only(self):
     # A binding of the class would be silently overridden by the factory,
     # so the class is not registered with gin.

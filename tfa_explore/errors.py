@@ -5,6 +5,7 @@ At the package's root and importing nothing of it, so every floor
 `ConfigError` without importing the one above it.
 """
 
+import contextlib
 import re
 
 # Exit code of a binary whose configuration cannot run (absl uses 1 for
@@ -57,3 +58,18 @@ def user_message(error: BaseException) -> str:
   line again.
   """
   return _GIN_CALL_LINE.sub('', str(error)).strip()
+
+
+@contextlib.contextmanager
+def values_of(configurable: str):
+  """Makes a `ValueError` raised inside a `ConfigError` naming `configurable`.
+
+  Wraps a gin factory's construction of an optimizer or an agent, whose
+  constructors check their settings (e.g. `num_epochs must be >= 1, got
+  0`): a bad gin value then ends the run as the user's error (exit code 2,
+  one line) before anything trains, instead of as a traceback.
+  """
+  try:
+    yield
+  except ValueError as e:
+    raise ConfigError(f'{configurable}: {user_message(e)}') from e

@@ -14,6 +14,7 @@ from tf_agents.agents.ppo import ppo_clip_agent as tfa_ppo_clip_agent
 from tf_agents.networks import actor_distribution_network
 from tf_agents.networks import value_network
 
+from tfa_explore import errors
 from tfa_explore.agents import ppo_clip
 from tfa_explore.utils import optimizers
 
@@ -136,28 +137,29 @@ def ppo_clip_agent(
       conv_layer_params=conv,
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=tf.keras.activations.tanh)
-  optimizer = optimizers.adam_optimizer(learning_rate,
-                                        learning_rate_decay_steps, adam_epsilon)
-  agent = agent_class(
-      time_step_spec,
-      action_spec,
-      optimizer=optimizer,
-      actor_net=actor_net,
-      value_net=value_net,
-      greedy_eval=True,
-      importance_ratio_clipping=importance_ratio_clipping,
-      lambda_value=lambda_value,
-      discount_factor=discount_factor,
-      entropy_regularization=entropy_regularization,
-      value_pred_loss_coef=value_pred_loss_coef,
-      num_epochs=num_epochs,
-      use_gae=True,
-      normalize_rewards=normalize_rewards,
-      normalize_observations=normalize_observations,
-      gradient_clipping=gradient_clipping,
-      value_clipping=value_clipping,
-      debug_summaries=debug_summaries,
-      train_step_counter=train_step_counter)
+  with errors.values_of('ppo.ppo_clip_agent'):
+    optimizer = optimizers.adam_optimizer(learning_rate,
+                                          learning_rate_decay_steps, adam_epsilon)
+    agent = agent_class(
+        time_step_spec,
+        action_spec,
+        optimizer=optimizer,
+        actor_net=actor_net,
+        value_net=value_net,
+        greedy_eval=True,
+        importance_ratio_clipping=importance_ratio_clipping,
+        lambda_value=lambda_value,
+        discount_factor=discount_factor,
+        entropy_regularization=entropy_regularization,
+        value_pred_loss_coef=value_pred_loss_coef,
+        num_epochs=num_epochs,
+        use_gae=True,
+        normalize_rewards=normalize_rewards,
+        normalize_observations=normalize_observations,
+        gradient_clipping=gradient_clipping,
+        value_clipping=value_clipping,
+        debug_summaries=debug_summaries,
+        train_step_counter=train_step_counter)
   agent.initialize()
   return agent
 

@@ -153,28 +153,29 @@ def rnd_ppo_agent(
   # RND-PPO and its twin the same initial policy and value weights.
   actor_net.create_variables(observation_spec)
   value_net.create_variables(observation_spec)
-  optimizer = optimizers.adam_optimizer(learning_rate,
-                                        learning_rate_decay_steps, adam_epsilon)
-  agent = rnd_agent.RndPPOAgent(
-      time_step_spec,
-      action_spec,
-      optimizer=optimizer,
-      actor_net=actor_net,
-      value_net=value_net,
-      intrinsic_reward=(intrinsic_reward(observation_spec=observation_spec)
-                        if intrinsic_reward else None),
-      extrinsic_advantage_coef=extrinsic_advantage_coef,
-      discount_factor=discount_factor,
-      lambda_value=lambda_value,
-      importance_ratio_clipping=importance_ratio_clipping,
-      entropy_regularization=entropy_regularization,
-      value_pred_loss_coef=value_pred_loss_coef,
-      num_epochs=num_epochs,
-      num_minibatches=num_minibatches,
-      greedy_eval=True,
-      normalize_observations=normalize_observations,
-      gradient_clipping=gradient_clipping,
-      debug_summaries=debug_summaries,
-      train_step_counter=train_step_counter)
+  with errors.values_of('rnd_ppo.rnd_ppo_agent'):
+    optimizer = optimizers.adam_optimizer(learning_rate,
+                                          learning_rate_decay_steps, adam_epsilon)
+    agent = rnd_agent.RndPPOAgent(
+        time_step_spec,
+        action_spec,
+        optimizer=optimizer,
+        actor_net=actor_net,
+        value_net=value_net,
+        intrinsic_reward=(intrinsic_reward(observation_spec=observation_spec)
+                          if intrinsic_reward else None),
+        extrinsic_advantage_coef=extrinsic_advantage_coef,
+        discount_factor=discount_factor,
+        lambda_value=lambda_value,
+        importance_ratio_clipping=importance_ratio_clipping,
+        entropy_regularization=entropy_regularization,
+        value_pred_loss_coef=value_pred_loss_coef,
+        num_epochs=num_epochs,
+        num_minibatches=num_minibatches,
+        greedy_eval=True,
+        normalize_observations=normalize_observations,
+        gradient_clipping=gradient_clipping,
+        debug_summaries=debug_summaries,
+        train_step_counter=train_step_counter)
   agent.initialize()
   return agent

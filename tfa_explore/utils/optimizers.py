@@ -14,8 +14,13 @@ def adam_optimizer(learning_rate: float, decay_steps: Optional[int],
   `decay_steps` updates the rate stays 0.
 
   Raises:
-    ValueError: if decay_steps is given and not positive.
+    ValueError: a learning rate or epsilon <= 0 (a negative rate ascends
+      the loss), or decay_steps given and not positive.
   """
+  if not learning_rate > 0:
+    raise ValueError(f'learning_rate must be > 0, got {learning_rate}.')
+  if not epsilon > 0:
+    raise ValueError(f'adam_epsilon must be > 0, got {epsilon}.')
   if decay_steps is not None:
     if int(decay_steps) < 1:
       raise ValueError(

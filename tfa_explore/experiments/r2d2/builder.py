@@ -127,26 +127,27 @@ def r2d2_agent_fn(time_step_spec,
       raise errors.ConfigError(
           f'r2d2.r2d2_agent_fn.exploration ({name}): '
           f'{errors.user_message(e)}') from e
-  agent = agent_class(
-      time_step_spec,
-      action_spec,
-      q_network=network,
-      optimizer=optimizers.adam_optimizer(learning_rate,
-                                          learning_rate_decay_steps,
-                                          adam_epsilon),
-      sequence_config=sequence_config,
-      n_step=n_step,
-      gamma=gamma,
-      target_update_period=target_update_period,
-      importance_sampling_exponent=importance_sampling_exponent,
-      priority_max_weight=priority_max_weight,
-      use_stored_state=use_stored_state,
-      exploration=bonus,
-      gradient_clipping=gradient_clipping,
-      jit_compile=jit_compile,
-      debug_summaries=debug_summaries,
-      train_step_counter=train_step_counter,
-      **(agent_kwargs or {}))
+  with errors.values_of('r2d2.r2d2_agent_fn'):
+    agent = agent_class(
+        time_step_spec,
+        action_spec,
+        q_network=network,
+        optimizer=optimizers.adam_optimizer(learning_rate,
+                                            learning_rate_decay_steps,
+                                            adam_epsilon),
+        sequence_config=sequence_config,
+        n_step=n_step,
+        gamma=gamma,
+        target_update_period=target_update_period,
+        importance_sampling_exponent=importance_sampling_exponent,
+        priority_max_weight=priority_max_weight,
+        use_stored_state=use_stored_state,
+        exploration=bonus,
+        gradient_clipping=gradient_clipping,
+        jit_compile=jit_compile,
+        debug_summaries=debug_summaries,
+        train_step_counter=train_step_counter,
+        **(agent_kwargs or {}))
   agent.initialize()
   return agent
 
