@@ -310,8 +310,14 @@ class RerunTest(_TestCase):
     checkpoint_files = sorted(os.listdir(os.path.join(root_dir,
                                                       'checkpoints')))
 
-    second = self.run_ppo(root_dir, *intervals)
+    with self.assertLogs('absl', level='INFO') as logs:
+      second = self.run_ppo(root_dir, *intervals)
     self.assertEqual(second, first)
+    self.assertIn(
+        f'This run already ended at env step {last_step:,}: nothing to '
+        'train (a larger NUM_ENV_STEPS continues it); its final eval: '
+        f"average return {first['AverageReturn']:.2f}.",
+        [record.getMessage() for record in logs.records])
     eval_events = test_train_eval.read_events(os.path.join(root_dir, 'eval'))
     for tag in ('Metrics/AverageReturn', 'Metrics/AverageEpisodeLength'):
       self.assertEqual([step for step, _ in eval_events[tag]], [last_step],

@@ -580,6 +580,12 @@ def finish(evaluator: Evaluator,
   """
   if last_eval is None or last_eval['EnvironmentSteps'] != env_steps:
     last_eval = checkpointer.final_eval(env_steps)
+    if last_eval is not None:
+      # An earlier run ended here, so this one trained nothing.
+      logging.info(
+          'This run already ended at env step %s: nothing to train (a '
+          'larger NUM_ENV_STEPS continues it); its final eval: average '
+          'return %.2f.', f'{env_steps:,}', last_eval['AverageReturn'])
   if last_eval is None:
     last_eval = evaluator(env_steps)
   changed = checkpointer.record_final_eval(last_eval)
