@@ -138,8 +138,8 @@ def ppo_clip_agent(
       fc_layer_params=tuple(value_fc_layers),
       activation_fn=tf.keras.activations.tanh)
   with errors.values_of('ppo.ppo_clip_agent'):
-    optimizer = optimizers.adam_optimizer(learning_rate,
-                                          learning_rate_decay_steps, adam_epsilon)
+    optimizer = optimizers.adam_optimizer(
+        learning_rate, learning_rate_decay_steps, adam_epsilon)
     agent = agent_class(
         time_step_spec,
         action_spec,

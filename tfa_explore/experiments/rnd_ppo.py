@@ -154,8 +154,8 @@ def rnd_ppo_agent(
   actor_net.create_variables(observation_spec)
   value_net.create_variables(observation_spec)
   with errors.values_of('rnd_ppo.rnd_ppo_agent'):
-    optimizer = optimizers.adam_optimizer(learning_rate,
-                                          learning_rate_decay_steps, adam_epsilon)
+    optimizer = optimizers.adam_optimizer(
+        learning_rate, learning_rate_decay_steps, adam_epsilon)
     agent = rnd_agent.RndPPOAgent(
         time_step_spec,
         action_spec,

@@ -117,16 +117,12 @@ def r2d2_agent_fn(time_step_spec,
   network.create_variables()
   bonus = None
   if exploration:
-    try:
+    # The bonus's constructors check their settings once, naming each
+    # one's gin binding; here a bad value becomes the user's ConfigError.
+    name = getattr(exploration, '__name__', repr(exploration))
+    with errors.values_of(f'r2d2.r2d2_agent_fn.exploration ({name})'):
       bonus = exploration(observation_spec=time_step_spec.observation,
                           action_spec=action_spec)
-    except ValueError as e:
-      # The bonus's constructors check their settings once, naming each
-      # one's gin binding; here a bad value becomes the user's ConfigError.
-      name = getattr(exploration, '__name__', repr(exploration))
-      raise errors.ConfigError(
-          f'r2d2.r2d2_agent_fn.exploration ({name}): '
-          f'{errors.user_message(e)}') from e
   with errors.values_of('r2d2.r2d2_agent_fn'):
     agent = agent_class(
         time_step_spec,
