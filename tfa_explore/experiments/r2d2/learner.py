@@ -224,12 +224,12 @@ class Learner:
       if self._actors is not None:
         tf.summary.scalar(f'{ACTORS}/restarts', self._actors.restarts)
       for slot, returns in sorted(self._progress.slot_returns.items()):
+        tf.summary.scalar(
+            f'{ACTOR}/{slot}/Epsilon',
+            r2d2_policy.actor_epsilon(slot, self._settings.num_slots))
         if returns:
           tf.summary.scalar(f'{ACTOR}/{slot}/AverageReturn',
                             float(np.mean(returns)))
-          tf.summary.scalar(
-              f'{ACTOR}/{slot}/Epsilon',
-              r2d2_policy.actor_epsilon(slot, self._settings.num_slots))
 
   def evaluate(self) -> None:
     self._last_eval = self._evaluator(int(self.env_steps))
