@@ -1,0 +1,265 @@
+"""benchmarks/bsuite_sweep.py: its flags, and a sweep end to end.
+
+The unit tests call the script's functions; the command-line tests run it
+as a user would. The end-to-end sweep runs our PPO (a tiny gin file) and
+bsuite's random reference agent on deep_sea/0 for 3 episodes each, scores
+them with bsuite's analysis, then runs the same command again, which must
+skip both.
+"""
+
+import csv
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
+SCRIPT = os.path.join(BENCHMARKS, 'bsuite_sweep.py')
+
+# PPO on bsuite, as small as it runs: 2 envs x 10 steps (one deep_sea/0
+# episode each) per iteration; evaluation and checkpoints only at the end.
+TINY_PPO_GIN = """
+import tfa_explore.environments.bsuite
+import tfa_explore.experiments.on_policy
+import tfa_explore.experiments.ppo
+import tfa_explore.experiments.runner
+
+BSUITE_ID = 'bsuite/deep_sea/0'
+NUM_EPISODES = 10000
+
+run_experiment.experiment = @on_policy.train_eval
+on_policy.train_eval.env_loader = @bsuite.load
+bsuite.load.bsuite_id = %BSUITE_ID
+on_policy.train_eval.num_episodes = %NUM_EPISODES
+on_policy.train_eval.num_env_steps = 100000
+on_policy.train_eval.seed = 0
+on_policy.train_eval.num_envs = 2
+on_policy.train_eval.rollout_length = 10
+on_policy.train_eval.tf_threads = 1
+on_policy.train_eval.eval_interval = 100000
+on_policy.train_eval.num_eval_episodes = 1
+on_policy.train_eval.checkpoint_interval = 100000
+on_policy.train_eval.log_interval = 100000
+on_policy.train_eval.agent_fn = @ppo.ppo_clip_agent
+
+ppo.ppo_clip_agent.learning_rate = 1e-3
+ppo.ppo_clip_agent.num_epochs = 1
+ppo.ppo_clip_agent.importance_ratio_clipping = 0.2
+ppo.ppo_clip_agent.lambda_value = 0.95
+ppo.ppo_clip_agent.discount_factor = 0.99
+ppo.ppo_clip_agent.entropy_regularization = 0.0
+ppo.ppo_clip_agent.value_pred_loss_coef = 0.5
+ppo.ppo_clip_agent.normalize_observations = False
+ppo.ppo_clip_agent.normalize_rewards = False
+ppo.ppo_clip_agent.actor_fc_layers = (8,)
+ppo.ppo_clip_agent.value_fc_layers = (8,)
+"""
+
+
+def _load_script():
+  """The script as a module (it imports `common` from next to it)."""
+  if BENCHMARKS not in sys.path:
+    sys.path.insert(0, BENCHMARKS)
+  spec = importlib.util.spec_from_file_location('bsuite_sweep', SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+sweep = _load_script()
+
+
+def run_sweep(*flags, timeout=240):
+  return subprocess.run([sys.executable, SCRIPT, *flags], cwd=REPO_ROOT,
+                        capture_output=True, text=True, timeout=timeout,
+                        check=False)
+
+
+class TestCase(absltest.TestCase):
+
+  def make_dir(self):
+    path = tempfile.mkdtemp(prefix='tfa_explore_test_')
+    self.addCleanup(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+class ParseIdsTest(TestCase):
+
+  def test_ids_with_or_without_prefix(self):
+    self.assertEqual(sweep.parse_ids(['deep_sea/3', 'bsuite/memory_len/0']),
+                     ['deep_sea/3', 'memory_len/0'])
+
+  def test_range_is_inclusive_and_ids_come_once_in_order(self):
+    self.assertEqual(sweep.parse_ids(['deep_sea/2', 'bsuite/deep_sea/0-3']),
+                     ['deep_sea/2', 'deep_sea/0', 'deep_sea/1', 'deep_sea/3'])
+    self.assertEqual(sweep.parse_ids([' deep_sea/5-5 ', '']), ['deep_sea/5'])
+
+  def test_experiment_name_is_all_its_settings(self):
+    from bsuite import sweep as bsuite_sweep  # pylint: disable=g-import-not-at-top
+    self.assertEqual(sweep.parse_ids(['deep_sea']), list(bsuite_sweep.DEEP_SEA))
+
+  def test_bad_ids_name_the_item(self):
+    for item, hint in (('deep_sea/21', 'deep_sea has settings 0 to 20'),
+                       ('deep_sea/0-21', 'deep_sea has settings 0 to 20'),
+                       ('bsuite/deep_sea/x', 'deep_sea has settings 0 to 20'),
+                       ('deep_se/1', 'did you mean deep_sea'),
+                       ('nope/0', 'experiments: bandit'),
+                       ('deep_sea/3-1', 'goes down')):
+      with self.subTest(item=item):
+        with self.assertRaisesRegex(sweep.UsageError, hint) as raised:
+          sweep.parse_ids(['deep_sea/0', item])
+        self.assertIn(repr(item), str(raised.exception))
+
+  def test_no_ids(self):
+    with self.assertRaisesRegex(sweep.UsageError, 'at least one'):
+      sweep.parse_ids(['', ' '])
+
+
+class FlagsTest(TestCase):
+
+  def test_agents_and_references(self):
+    gin_file = os.path.join(self.make_dir(), 'a.gin')
+    open(gin_file, 'w').close()
+    agents = sweep.parse_agents([f'ours={gin_file}'], ['random', 'dqn'])
+    self.assertEqual([(a.name, a.is_reference) for a in agents],
+                     [('ours', False), ('random', True), ('dqn', True)])
+    self.assertEqual(agents[2].module, 'bsuite.baselines.tf.dqn.run')
+    for agent_flags, references, message in (
+        (['ours'], [], 'NAME=GIN_FILE'),
+        ([f'a/b={gin_file}'], [], 'NAME=GIN_FILE'),
+        (['ours=missing.gin'], [], 'no gin file'),
+        ([], ['dq'], "reference agents are dqn"),
+        ([f'random={gin_file}'], ['random'], "'random' given twice"),
+        ([], [], 'at least one')):
+      with self.subTest(message=message):
+        with self.assertRaisesRegex(sweep.UsageError, message):
+          sweep.parse_agents(agent_flags, references)
+
+  def test_num_episodes_within_bsuite_budget(self):
+    sweep.check_num_episodes(None, ['deep_sea/0'])
+    sweep.check_num_episodes(10_000, ['deep_sea/0'])
+    with self.assertRaisesRegex(sweep.UsageError, r'above .* deep_sea'):
+      sweep.check_num_episodes(10_001, ['deep_sea/0'])
+    with self.assertRaisesRegex(sweep.UsageError, '>= 1'):
+      sweep.check_num_episodes(0, ['deep_sea/0'])
+
+  def test_commands(self):
+    ours, random = sweep.parse_agents(['ours=x.gin'], ['random'],
+                                      check_files=False)
+    job = sweep.make_job(ours, 'deep_sea/3', '/w', 50, ['SEED=1'])
+    self.assertEqual(job.run_dir, '/w/ours/deep_sea-3')
+    self.assertIn('--root_dir=/w/ours/deep_sea-3', job.command)
+    # The sweep's bindings after the user's: they win.
+    self.assertEqual(
+        [f for f in job.command if f.startswith('--gin_bindings=')],
+        ['--gin_bindings=SEED=1',
+         "--gin_bindings=BSUITE_ID='bsuite/deep_sea/3'",
+         '--gin_bindings=NUM_EPISODES=50'])
+    job = sweep.make_job(random, 'deep_sea/3', '/w', None, ['SEED=1'])
+    self.assertEqual(job.command[1:3], ['-m', 'bsuite.baselines.random.run'])
+    self.assertIn('--save_path=/w/random/deep_sea-3', job.command)
+    self.assertIn('--overwrite=True', job.command)
+    self.assertFalse([f for f in job.command if 'num_episodes' in f])
+
+
+class CommandLineTest(TestCase):
+
+  def test_bad_id_exits_2_with_one_line_and_runs_nothing(self):
+    work_dir = os.path.join(self.make_dir(), 'work')
+    result = run_sweep('--reference=random',
+                       '--bsuite_ids=deep_sea/0,deep_sea/99',
+                       f'--work_dir={work_dir}')
+    self.assertEqual(result.returncode, 2, result.stderr)
+    self.assertEqual(result.stderr.strip().splitlines(), [
+        "ERROR: --bsuite_ids: unknown bsuite id 'deep_sea/99': deep_sea "
+        'has settings 0 to 20.'])
+    self.assertFalse(os.path.exists(work_dir))
+
+
+@pytest.mark.integration
+class SweepTest(TestCase):
+
+  def test_sweep_scores_and_skips_finished_runs(self):
+    root = self.make_dir()
+    gin_file = os.path.join(root, 'tiny_ppo.gin')
+    with open(gin_file, 'w') as f:
+      f.write(TINY_PPO_GIN)
+    work_dir = os.path.join(root, 'work')
+    out_dir = os.path.join(root, 'out')
+    flags = (f'--agent=tiny_ppo={gin_file}', '--reference=random',
+             '--bsuite_ids=deep_sea/0', '--num_episodes=3',
+             f'--work_dir={work_dir}', f'--out_dir={out_dir}')
+    first = run_sweep(*flags)
+    self.assertEqual(first.returncode, 0, first.stdout + first.stderr[-3000:])
+    self.assertIn('start tiny_ppo deep_sea/0', first.stdout)
+    self.assertIn('start random deep_sea/0', first.stdout)
+
+    for agent in ('tiny_ppo', 'random'):
+      with open(os.path.join(work_dir, agent, 'deep_sea-0',
+                             'SWEEP_DONE.json')) as f:
+        done = json.load(f)
+      self.assertEqual(done['exit_code'], 0)
+      self.assertGreater(done['cpu_seconds'], 0)
+      self.assertGreater(done['wall_seconds'], 0)
+      self.assertTrue(os.path.isfile(os.path.join(
+          work_dir, agent, 'csv', 'bsuite_id_-_deep_sea-0.csv')))
+
+    with open(os.path.join(out_dir, 'scores.csv')) as f:
+      rows = {row['agent']: row for row in csv.DictReader(f)}
+    self.assertEqual(set(rows), {'tiny_ppo', 'random'})
+    for row in rows.values():
+      self.assertBetween(float(row['deep_sea']), 0.0, 1.0)
+      self.assertEqual(row['ids_done'], '1')
+      # Ours stops after the iteration that reached 3 episodes.
+      self.assertGreaterEqual(int(row['episodes_min']), 3)
+    self.assertEqual(rows['random']['episodes_max'], '3')
+    with open(os.path.join(out_dir, 'scores.md')) as f:
+      markdown = f.read()
+    self.assertIn('| agent | deep_sea | ids run |', markdown)
+    self.assertRegex(markdown, r'\| tiny_ppo \| [01]\.\d\d\*? \| 1/1 \|')
+    self.assertRegex(markdown, r'\| random \(bsuite\) \| [01]\.\d\d\*? \|')
+    self.assertIn('One seed per bsuite id', markdown)
+    self.assertIn('--num_episodes=3', markdown)
+    self.assertRegex(markdown, r'Commit: [0-9a-f]{7}')
+    # bsuite's faceted plots draw (plotnine 0.12 with our matplotlib).
+    self.assertTrue(os.path.isfile(
+        os.path.join(out_dir, 'bsuite_bar_plot_compare.png')))
+    self.assertTrue(os.path.isfile(
+        os.path.join(out_dir, 'deep_sea_scaling.png')))
+
+    second = run_sweep(*flags)
+    self.assertEqual(second.returncode, 0,
+                     second.stdout + second.stderr[-3000:])
+    self.assertIn('skip tiny_ppo deep_sea/0: finished', second.stdout)
+    self.assertIn('skip random deep_sea/0: finished', second.stdout)
+    self.assertNotIn('start ', second.stdout)
+    with open(os.path.join(work_dir, 'tiny_ppo', 'deep_sea-0',
+                           'SWEEP_ATTEMPTS.jsonl')) as f:
+      self.assertLen(f.readlines(), 1)
+
+  def test_failed_run_is_reported_and_exits_1(self):
+    root = self.make_dir()
+    gin_file = os.path.join(root, 'broken.gin')
+    with open(gin_file, 'w') as f:
+      f.write(TINY_PPO_GIN.replace('num_epochs', 'num_epochz'))
+    work_dir = os.path.join(root, 'work')
+    result = run_sweep(f'--agent=broken={gin_file}', '--bsuite_ids=deep_sea/0',
+                       '--num_episodes=3', f'--work_dir={work_dir}')
+    self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+    self.assertIn('FAILED broken deep_sea/0: exit code 2', result.stdout)
+    # The end of the run's log: train_eval's one ERROR line.
+    self.assertIn("doesn't have a parameter named 'num_epochz'",
+                  result.stdout)
+    self.assertFalse(os.path.exists(os.path.join(
+        work_dir, 'broken', 'deep_sea-0', 'SWEEP_DONE.json')))
+
+
+if __name__ == '__main__':
+  absltest.main()
