@@ -20,7 +20,7 @@ $(STAMP): setup.py constraints.txt
 	@bash tools/check_python.sh "$(PYTHON)"
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -c constraints.txt -e '.[test,ray]'
+	$(VPY) -m pip install --quiet -c constraints.txt -e '.[test,ray,bsuite]'
 	@touch $(STAMP)
 
 # Default training job; TensorBoard logs under runs/ (tensorboard --logdir runs).

@@ -38,5 +38,13 @@ setuptools.setup(
         # train/ray_launch.py. 2.40 resolves with TF 2.15's protobuf 4.25
         # and grpcio (docs/distributed.md).
         'ray': ['ray==2.40.0'],
+        # tfa_explore.environments.bsuite and benchmarks/bsuite_sweep.py.
+        # bsuite's analysis calls pandas-1 APIs (Series.append,
+        # DataFrame.append, removed in pandas 2.0), and plotnine 0.13+
+        # needs pandas 2. dm-sonnet and trfl: bsuite's TF reference agents
+        # (bsuite.baselines.tf), which run with TF 2.15; tqdm: their
+        # run.py files import it.
+        'bsuite': ['bsuite==0.3.6', 'pandas>=1.5,<2', 'plotnine<0.13',
+                   'dm-sonnet==2.0.2', 'trfl==1.2.0', 'tqdm'],
     },
 )

@@ -164,7 +164,8 @@ class GinFilesTest(parameterized.TestCase):
 
   def test_bonus_files_exist(self):
     self.assertEqual({_relative(path) for path in BONUS_FILES},
-                     {'gin/r2d2_rnd/minigrid_doorkey8x8.gin',
+                     {'gin/r2d2_rnd/bsuite_deep_sea.gin',
+                      'gin/r2d2_rnd/minigrid_doorkey8x8.gin',
                       'gin/r2d3_rnd/minigrid_doorkey8x8.gin'})
 
   @parameterized.named_parameters(

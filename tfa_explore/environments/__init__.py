@@ -5,6 +5,8 @@
   env object of your own.
 * `atari.load`, `minigrid.load`: the presets (Machado et al. 2018 Atari;
   MiniGrid as one uint8 array).
+* `bsuite.load`: a bsuite experiment ('bsuite/deep_sea/3') with bsuite's
+  own CSV log under the run directory (the `[bsuite]` extra).
 * `make_batched_env`: copies of an env stepped as one batch (in-process or
   one subprocess each), env i seeded `seed + i`.
 * The presets' observation encodings, for acting with an exported policy
@@ -15,7 +17,7 @@
   `frameskip=1`). The loaders use these same functions.
 
 Importing this package registers the gin configurables
-`suite_gymnasium.load`, `atari.load` and `minigrid.load`, so gin files can
+`suite_gymnasium.load`, `atari.load`, `minigrid.load` and `bsuite.load`, so gin files can
 refer to them; MiniGrid is imported on first use, and ALE only by
 TF-Agents' own `tf_agents.environments` package, which imports `ale_py`
 if it is installed (tfa_explore registers ALE ids with gymnasium on first
@@ -23,6 +25,7 @@ use).
 """
 
 from tfa_explore.environments import atari
+from tfa_explore.environments import bsuite
 from tfa_explore.environments import minigrid
 from tfa_explore.environments import suite_gymnasium
 from tfa_explore.environments.atari import preprocess_env as preprocess_atari_env

@@ -56,6 +56,7 @@ def train_eval(
     pre_training_fn: Optional[Callable[..., None]] = None,
     eval_success_threshold: Optional[float] = None,
     tf_threads: Optional[int] = None,
+    num_episodes: Optional[int] = None,
 ) -> Dict[str, float]:
   """Trains an on-policy agent, evaluating and checkpointing as it goes.
 
@@ -94,6 +95,8 @@ def train_eval(
     tf_threads: If set, TensorFlow's intra- and inter-op thread pools get
       this many threads (`run_kit.set_tf_threads`); 1 is fastest for the
       small networks of our CartPole, MountainCar and MiniGrid files.
+    num_episodes: If set, also stop after the iteration in which this many
+      episodes (all envs) ended: bsuite's budget, e.g. 10,000 for deep_sea.
 
   Returns:
     The final evaluation: {'AverageReturn', 'AverageEpisodeLength',
@@ -110,7 +113,9 @@ def train_eval(
                   checkpoint_interval=checkpoint_interval,
                   log_interval=log_interval,
                   return_buffer_episodes=return_buffer_episodes,
-                  max_checkpoints_to_keep=max_checkpoints_to_keep)
+                  max_checkpoints_to_keep=max_checkpoints_to_keep,
+                  **({} if num_episodes is None
+                     else {'num_episodes': num_episodes}))
   run_kit.set_tf_threads(tf_threads)
   tf.random.set_seed(seed)
   np.random.seed(seed % 2**32)
@@ -148,7 +153,8 @@ def train_eval(
 
   progress = run_kit.ProgressLog(num_env_steps, log_interval)
   last_eval = None
-  while int(env_steps) < num_env_steps:
+  while int(env_steps) < num_env_steps and (
+      num_episodes is None or int(metrics.episodes.result()) < num_episodes):
     previous_steps = int(env_steps)
     previous_terminated = int(metrics.terminated.result())
     iteration_start = time.time()
@@ -187,8 +193,11 @@ def train_eval(
       checkpointer.save()
 
   collect_py_env.close()
-  return run_kit.finish(evaluator, checkpointer, run, int(env_steps),
-                        last_eval)
+  final = run_kit.finish(evaluator, checkpointer, run, int(env_steps),
+                         last_eval)
+  # After the collect envs closed: their journals are complete.
+  run_kit.write_env_logs(run.root_dir, num_episodes)
+  return final
 
 
 def _check_positive(**values) -> None:

@@ -56,6 +56,8 @@ from tf_agents.policies import policy_saver
 
 from tfa_explore import errors
 from tfa_explore.environments import batched
+from tfa_explore.environments import bsuite as bsuite_env
+from tfa_explore.environments import run_context
 from tfa_explore.experiments import run_lock
 from tfa_explore.utils import files
 from tfa_explore.utils import summaries
@@ -127,6 +129,7 @@ class RunDirectory:
         written (`run_lock.RunLock.acquire`).
     """
     self.root_dir = os.path.abspath(os.path.expanduser(root_dir))
+    run_context.set_run_dir(self.root_dir)
     # First, before anything writes there.
     self._lock = run_lock.RunLock(self.root_dir).acquire()
     self.train_writer = tf.summary.create_file_writer(
@@ -416,8 +419,9 @@ class Evaluator:
       success_threshold: if set, also 'SuccessRate' (`success_rate`).
     """
     self._policy = policy
-    self._environment = batched.make_batched_env(
-        env_loader, num_episodes, seed + EVAL_SEED_OFFSET)
+    with run_context.evaluation():
+      self._environment = batched.make_batched_env(
+          env_loader, num_episodes, seed + EVAL_SEED_OFFSET)
     # Traced on the first evaluation, not here: a run that never evaluates
     # (or resumes past its last one) never builds it.
     self._numpy_policy = NumpyPolicy(policy, num_episodes)
@@ -598,3 +602,11 @@ def finish(evaluator: Evaluator,
   evaluator.close()
   run.release()
   return last_eval
+
+
+def write_env_logs(root_dir: str, num_episodes: Optional[int]) -> None:
+  """Logs the envs keep in their own format: bsuite's CSV
+  (`environments.bsuite.write_csv`, up to the run's episode budget;
+  nothing for other envs)."""
+  for path in bsuite_env.write_csv(root_dir, num_episodes):
+    logging.info('bsuite log: %s', path)

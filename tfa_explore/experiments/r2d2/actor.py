@@ -25,6 +25,7 @@ from tf_agents.trajectories import trajectory as trajectory_lib
 
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
+from tfa_explore.environments import run_context
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import retry
 
@@ -136,6 +137,9 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
   builder = builder_lib.Builder(settings)
   num_envs = settings.envs_per_actor
   first_slot = task * num_envs
+  # Envs that keep their own logs (bsuite) write them under the run's
+  # directory, on whichever machine the actor runs.
+  run_context.set_run_dir(root_dir)
   # No tf.random.set_seed here: actor threads share the process's global
   # seed with the learner. Envs are seeded per slot.
   env = batched.make_batched_env(

@@ -266,6 +266,8 @@ class Learner:
       self.write_summaries()
     self.run_dir.flush()
     self._release_actors()
+    # After the actors stopped: their last episodes are in the journals.
+    run_kit.write_env_logs(self.run_dir.root_dir, self._settings.num_episodes)
     logging.info('Learner finished at env step %s, train step %s.',
                  f'{int(self.env_steps):,}', f'{int(self.train_step):,}')
     return final
@@ -281,7 +283,7 @@ class Learner:
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
                                        settings.log_interval)
     self.read_progress()
-    while int(self.env_steps) < settings.num_env_steps:
+    while not self._budget_spent():
       try:
         self._iteration(progress_log)
       except Exception as e:  # pylint: disable=broad-except
@@ -336,6 +338,13 @@ class Learner:
 
   # --- helpers --------------------------------------------------------------
 
+  def _budget_spent(self) -> bool:
+    """`num_env_steps` taken, or `num_episodes` ended (if set)."""
+    settings = self._settings
+    return (int(self.env_steps) >= settings.num_env_steps or
+            (settings.num_episodes is not None and
+             int(self._progress.num_episodes) >= settings.num_episodes))
+
   def _train_next(self, iterator):
     experience, sample_info = next(iterator)
     loss_info = self.agent.train(experience)
@@ -373,7 +382,7 @@ class Learner:
         if self._actors is not None:
           self._actors.check()
         self.read_progress()
-        if int(self.env_steps) >= self._settings.num_env_steps:
+        if self._budget_spent():
           return None
 
   def _release_actors(self) -> None:

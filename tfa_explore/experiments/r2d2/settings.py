@@ -30,6 +30,8 @@ class Settings:
       -> initialized `R2D2Agent`, e.g. `@r2d2.r2d2_agent_fn`.
     num_env_steps: the run ends once the actors together took this many env
       steps (auto-reset steps excluded).
+    num_episodes: if set, the run also ends once the actors together ended
+      this many episodes (bsuite's budget, e.g. 10,000 for deep_sea).
     seed: seeds TF ops and environments.
     num_actors: actor threads or processes.
     batch_size: sequences per learner step (paper: 64).
@@ -107,6 +109,7 @@ class Settings:
   max_actor_restarts: int = 20
   replay: Optional[replay_lib.ReplayStrategy] = None
   eval_success_threshold: Optional[float] = None
+  num_episodes: Optional[int] = None
 
   def __post_init__(self):
     if self.replay is None:
@@ -124,6 +127,9 @@ class Settings:
       value = getattr(self, name)
       if value < 1:
         raise ValueError(f'r2d2.Settings.{name} must be >= 1, got {value}.')
+    if self.num_episodes is not None and self.num_episodes < 1:
+      raise ValueError('r2d2.Settings.num_episodes must be >= 1 (or None), '
+                       f'got {self.num_episodes}.')
     if self.max_actor_restarts < 0 or self.replay_retry_seconds < 0:
       raise ValueError(
           'r2d2.Settings.max_actor_restarts and replay_retry_seconds must be '

@@ -1,0 +1,272 @@
+"""tfa_explore.environments.bsuite: ids, specs, journals and bsuite's CSV."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+from absl.testing import absltest
+from bsuite.experiments import summary_analysis
+from bsuite.logging import csv_load
+import gin
+import numpy as np
+import pandas as pd
+import pytest
+import tensorflow as tf
+from tf_agents.trajectories import time_step as ts
+
+from tfa_explore import errors
+from tfa_explore.environments import batched
+from tfa_explore.environments import bsuite as bsuite_env
+from tfa_explore.environments import run_context
+from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import runner
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# PPO on deep_sea/0 (size 10), as small as it runs.
+TINY_PPO_GIN = """
+import tfa_explore.environments.bsuite
+import tfa_explore.experiments.on_policy
+import tfa_explore.experiments.ppo
+import tfa_explore.experiments.runner
+
+run_experiment.experiment = @on_policy.train_eval
+on_policy.train_eval.env_loader = @bsuite.load
+bsuite.load.bsuite_id = 'bsuite/deep_sea/0'
+on_policy.train_eval.num_episodes = 7
+on_policy.train_eval.num_env_steps = 100000
+on_policy.train_eval.seed = 0
+on_policy.train_eval.num_envs = 2
+on_policy.train_eval.rollout_length = 10
+on_policy.train_eval.tf_threads = 1
+on_policy.train_eval.eval_interval = 100000
+on_policy.train_eval.num_eval_episodes = 3
+on_policy.train_eval.checkpoint_interval = 100000
+on_policy.train_eval.log_interval = 100000
+on_policy.train_eval.agent_fn = @ppo.ppo_clip_agent
+ppo.ppo_clip_agent.learning_rate = 1e-3
+ppo.ppo_clip_agent.num_epochs = 1
+ppo.ppo_clip_agent.importance_ratio_clipping = 0.2
+ppo.ppo_clip_agent.lambda_value = 0.95
+ppo.ppo_clip_agent.discount_factor = 0.99
+ppo.ppo_clip_agent.entropy_regularization = 0.0
+ppo.ppo_clip_agent.value_pred_loss_coef = 0.5
+ppo.ppo_clip_agent.normalize_observations = False
+ppo.ppo_clip_agent.normalize_rewards = False
+ppo.ppo_clip_agent.actor_fc_layers = (8,)
+ppo.ppo_clip_agent.value_fc_layers = (8,)
+"""
+
+
+def _episodes_in_journals(root_dir):
+  return sum(len(records)
+             for records in bsuite_env.read_journals(root_dir).values())
+
+
+class _TestCase(tf.test.TestCase):
+  test_session = None
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
+    previous = os.environ.pop(run_context.RUN_DIR_VARIABLE, None)
+
+    def restore():
+      os.environ.pop(run_context.RUN_DIR_VARIABLE, None)
+      if previous is not None:
+        os.environ[run_context.RUN_DIR_VARIABLE] = previous
+    self.addCleanup(restore)
+
+
+class LoadTest(_TestCase):
+
+  def test_specs_and_id(self):
+    env = bsuite_env.load('bsuite/deep_sea/0', seed=0)
+    self.assertEqual(env.env_id, 'bsuite/deep_sea/0')
+    # The 10 x 10 grid, flattened as bsuite's reference agents do.
+    self.assertEqual(env.observation_spec().shape, (100,))
+    self.assertEqual(env.observation_spec().dtype, np.float32)
+    self.assertEqual(env.action_spec().dtype, np.int64)
+    self.assertEqual((int(env.action_spec().minimum),
+                      int(env.action_spec().maximum)), (0, 1))
+    self.assertEqual(bsuite_env.load('deep_sea/0').env_id,
+                     'bsuite/deep_sea/0')
+
+  def test_deep_sea_episode_ends_in_a_termination(self):
+    env = bsuite_env.load('bsuite/deep_sea/0', seed=0)
+    step = env.reset()
+    self.assertEqual(step.step_type, ts.StepType.FIRST)
+    for _ in range(9):
+      step = env.step(np.int64(0))
+      self.assertEqual(step.step_type, ts.StepType.MID)
+      self.assertEqual(float(step.discount), 1.0)
+    step = env.step(np.int64(0))
+    self.assertEqual(step.step_type, ts.StepType.LAST)
+    self.assertEqual(float(step.discount), 0.0)
+    # TF-Agents' auto-reset: the next step starts an episode.
+    self.assertEqual(env.step(np.int64(0)).step_type, ts.StepType.FIRST)
+
+  def test_copies_are_one_task_and_seeded_envs_differ_where_bsuite_seeds(
+      self):
+    # deep_sea's action mapping is bsuite's mapping_seed, the same in
+    # every copy; memory_len's contexts follow our seed.
+    first = bsuite_env.raw_env('deep_sea/3', seed=0)
+    second = bsuite_env.raw_env('deep_sea/3', seed=1)
+    np.testing.assert_array_equal(first._action_mapping,
+                                  second._action_mapping)
+
+    def contexts(seed):
+      env = bsuite_env.load('bsuite/memory_len/0', seed=seed)
+      return [tuple(env.reset().observation) for _ in range(20)]
+    self.assertEqual(contexts(3), contexts(3))
+    self.assertNotEqual(contexts(3), contexts(4))
+
+  def test_unknown_ids_raise_a_config_error_naming_them(self):
+    for bad, hint in [('bsuite/deep_sea/99', 'deep_sea has settings 0 to 20'),
+                      ('bsuite/deepsea/1', 'Did you mean: bsuite/deep_sea/1'),
+                      ('bsuite/nothing/1', 'Experiments: bandit')]:
+      with self.assertRaises(errors.ConfigError) as raised:
+        bsuite_env.load(bad)
+      self.assertIn(repr(bad), str(raised.exception))
+      self.assertIn(hint, str(raised.exception))
+
+
+class JournalTest(_TestCase):
+
+  def _run_random(self, root_dir, num_envs=3, steps=70, bsuite_id='deep_sea/0'):
+    run_context.set_run_dir(root_dir)
+    env = batched.make_batched_env(
+        lambda seed: bsuite_env.load(bsuite_id, seed=seed), num_envs, 0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(steps):
+      env.step(rng.integers(0, 2, size=num_envs))
+    env.close()
+
+  def test_no_run_dir_no_journal_and_eval_envs_keep_none(self):
+    root_dir = self.get_temp_dir()
+    env = bsuite_env.load('deep_sea/0')
+    env.reset()
+    for _ in range(25):
+      env.step(np.int64(1))
+    self.assertEmpty(glob.glob(os.path.join(root_dir, '**', '*.jsonl'),
+                               recursive=True))
+    run_context.set_run_dir(root_dir)
+    with run_context.evaluation():
+      env = bsuite_env.load('deep_sea/0')
+    env.reset()
+    for _ in range(25):
+      env.step(np.int64(1))
+    self.assertEqual(_episodes_in_journals(root_dir), 0)
+
+  def test_one_experiment_across_envs_read_by_bsuite(self):
+    root_dir = self.get_temp_dir()
+    # 3 envs x 70 steps: each auto-reset step is a FIRST, so every env
+    # ends 6 episodes of 10 steps.
+    self._run_random(root_dir)
+    self.assertEqual(_episodes_in_journals(root_dir), 18)
+    [path] = bsuite_env.write_csv(root_dir)
+    self.assertEqual(os.path.basename(path), 'bsuite_id_-_deep_sea-0.csv')
+    frame = pd.read_csv(path)
+    self.assertEqual(list(frame.columns)[:5],
+                     ['steps', 'episode', 'total_return', 'episode_len',
+                      'episode_return'])
+    # bsuite's logarithmic points (1-10, then 12, 14, 17) and the last.
+    self.assertEqual(list(frame.episode),
+                     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 17, 18])
+    self.assertEqual(frame.steps.iloc[-1], 180)
+    # Every random 10-step episode misses the treasure (p = 2^-10 each).
+    self.assertEqual(frame.total_bad_episodes.iloc[-1], 18)
+    df, sweep_vars = csv_load.load_bsuite({'ours': os.path.dirname(path)})
+    scores = summary_analysis.bsuite_score(df, sweep_vars)
+    [score] = scores[scores.bsuite_env == 'deep_sea'].score
+    self.assertBetween(score, 0.0, 1.0)
+
+  def test_rows_sum_envs_in_the_order_episodes_ended(self):
+    def episode(time, length, ret, **info):
+      return {'time': time, 'length': length, 'return': ret, 'info': info}
+    rows = bsuite_env.csv_rows(
+        [episode(1.0, 10, 1.0, total_bad_episodes=0.0, best_episode=3.0),
+         episode(2.0, 10, -0.1, total_bad_episodes=1.0, best_episode=1.0),
+         episode(3.0, 12, 0.5, total_bad_episodes=1.0, best_episode=5.0)],
+        budget=2)
+    # The budget cuts the third episode.
+    self.assertEqual([row['episode'] for row in rows], [1, 2])
+    self.assertEqual(rows[-1]['steps'], 20)
+    self.assertAlmostEqual(rows[-1]['total_return'], 0.9)
+    self.assertEqual(rows[-1]['total_bad_episodes'], 1.0)
+    self.assertEqual(rows[-1]['best_episode'], 3.0)  # a maximum, not a sum
+
+  def test_a_torn_line_is_skipped_and_max_episodes_cuts(self):
+    root_dir = self.get_temp_dir()
+    self._run_random(root_dir, num_envs=2, steps=45)
+    [journal, *_] = glob.glob(os.path.join(
+        root_dir, bsuite_env.LOG_DIR, bsuite_env.JOURNAL_DIR, '*.jsonl'))
+    with open(journal, 'a') as f:
+      f.write('{"time": 12')  # a kill mid-line
+    self.assertEqual(_episodes_in_journals(root_dir), 8)
+    [path] = bsuite_env.write_csv(root_dir, max_episodes=5)
+    self.assertEqual(pd.read_csv(path).episode.max(), 5)
+    for line in open(journal).read().splitlines()[:-1]:
+      self.assertEqual(set(json.loads(line)),
+                       {'time', 'length', 'return', 'info'})
+
+
+@pytest.mark.integration
+class RunTest(_TestCase):
+
+  def test_on_policy_run_stops_at_its_episode_budget(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'ppo')
+    gin_file = os.path.join(self.get_temp_dir(), 'tiny_ppo.gin')
+    with open(gin_file, 'w') as f:
+      f.write(TINY_PPO_GIN)
+    runner.run(root_dir, [gin_file], [])
+    # 2 envs x 10 steps per iteration: one episode per env per iteration,
+    # so the run stops after the 4th iteration (8 episodes >= 7).
+    self.assertEqual(_episodes_in_journals(root_dir), 8)
+    frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
+    self.assertEqual(frame.episode.max(), 7)
+
+  def test_r2d2_run_logs_its_actors_episodes_not_its_evals(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'r2d2')
+    gin_file = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'bsuite_deep_sea.gin')
+    runner.parse_gin([gin_file], [
+        'NUM_EPISODES = 30', 'r2d2.Settings.min_size_to_sample = 4',
+        'r2d2.Settings.batch_size = 4', 'r2d2.Settings.samples_per_insert = 2.0',
+        'r2d2.r2d2_agent_fn.lstm_size = 8', 'r2d2.r2d2_agent_fn.jit_compile = False',
+        'r2d2.Settings.actor_update_period = 20',
+        'r2d2.Settings.train_steps_per_iteration = 2',
+        'r2d2.Settings.shutdown_timeout_seconds = 20.0',
+        'r2d2.Settings.sample_timeout_seconds = 5.0'])
+    result = r2d2.train_eval(root_dir=root_dir)
+    journaled = _episodes_in_journals(root_dir)
+    self.assertGreaterEqual(journaled, 30)
+    frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
+    self.assertEqual(frame.episode.max(), 30)
+    # The final evaluation's 4 episodes are in no journal: every journaled
+    # episode is an actor's (4 envs, so at most 4 under way when stopped,
+    # plus those ended while the learner read its last reports).
+    self.assertGreaterEqual(result['EnvironmentSteps'], 300)
+    self.assertLessEqual(journaled * 10, result['EnvironmentSteps'] + 4 * 10)
+
+  def test_unknown_id_exits_2_with_one_line(self):
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', 'train_eval.py'),
+         f'--root_dir={self.get_temp_dir()}/bad',
+         '--gin_file=' + os.path.join(REPO_ROOT, 'gin', 'r2d2',
+                                      'bsuite_deep_sea.gin'),
+         "--gin_bindings=BSUITE_ID='bsuite/deep_sea/21'"],
+        capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+    errors_printed = [line for line in result.stderr.splitlines()
+                      if line.startswith('ERROR:')]
+    self.assertLen(errors_printed, 1)
+    self.assertIn("'bsuite/deep_sea/21'", errors_printed[0])
+    self.assertIn('deep_sea has settings 0 to 20', errors_printed[0])
+
+
+if __name__ == '__main__':
+  absltest.main()
