@@ -237,6 +237,84 @@ class TrainEvalTest(TestCase):
         killed_at)
 
 
+@pytest.mark.integration
+class StopSignalTest(TestCase, parameterized.TestCase):
+  """SIGINT (Ctrl-C) and SIGTERM (schedulers) save the run and exit."""
+
+  def _start_then_signal(self, root_dir, gin_files, bindings, signum):
+    process = subprocess.Popen(
+        train_command(root_dir, gin_files, bindings), cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+      deadline = time.time() + 240
+      for line in process.stderr:
+        lines.append(line)
+        # Training is under way: a progress line after the first one.
+        if len(env_steps_logged(''.join(lines))) >= 2:
+          break
+        self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
+      process.send_signal(signum)
+      lines.extend(process.stderr)
+      process.wait(timeout=120)
+    finally:
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+      process.stderr.close()
+    return process.returncode, ''.join(lines)
+
+  @parameterized.named_parameters(('sigterm', signal.SIGTERM),
+                                  ('sigint', signal.SIGINT))
+  def test_ppo_saves_a_checkpoint_and_resumes_from_it(self, signum):
+    root_dir = self.make_dir()
+    bindings = ('NUM_ENV_STEPS = 1000000',) + SMALL_LOOP + (
+        'on_policy.train_eval.checkpoint_interval = 1000000',
+        'on_policy.train_eval.eval_interval = 1000000')
+    code, stderr = self._start_then_signal(root_dir, (CARTPOLE_GIN,),
+                                           bindings, signum)
+    self.assertEqual(code, 128 + signum, stderr[-3000:])
+    self.assertNotIn('Traceback', stderr)
+    stopped = re.findall(
+        rf'Stopped by {signal.Signals(signum).name} at env step ([\d,]+); '
+        'a checkpoint was saved there', stderr)
+    self.assertLen(stopped, 1, stderr[-3000:])
+    stopped_at = int(stopped[0].replace(',', ''))
+    # No checkpoint was due before (interval 1M): this one is the stop's.
+    checkpoint = tf.train.latest_checkpoint(
+        os.path.join(root_dir, 'checkpoints'))
+    self.assertEqual(int(checkpoint.rsplit('-', 1)[1]), stopped_at)
+    self.assertGreater(stopped_at, 0)
+    resumed = run_binary(root_dir, bindings=(
+        f'NUM_ENV_STEPS = {stopped_at + 200}',) + SMALL_LOOP)
+    self.assertEqual(resumed.returncode, 0, resumed.stderr[-3000:])
+    self.assertIn(resumed_line(stopped_at), resumed.stderr)
+
+  def test_r2d2_sigterm_saves_learner_and_replay(self):
+    root_dir = self.make_dir()
+    bindings = ('NUM_ENV_STEPS = 1000000',
+                'r2d2.Settings.log_interval = 500',
+                'r2d2.Settings.checkpoint_interval = 1000000',
+                'r2d2.Settings.eval_interval = 1000000',
+                'r2d2.Settings.num_eval_episodes = 1',
+                'r2d2.Settings.min_size_to_sample = 20',
+                'r2d2.Settings.envs_per_actor = 4',
+                "r2d2.Settings.actor_mode = 'thread'",
+                'r2d2.r2d2_agent_fn.jit_compile = False')
+    code, stderr = self._start_then_signal(root_dir, (R2D2_GIN,), bindings,
+                                           signal.SIGTERM)
+    self.assertEqual(code, 128 + signal.SIGTERM, stderr[-3000:])
+    self.assertNotIn('Traceback', stderr)
+    stopped = re.findall(r'Stopped by SIGTERM at env step ([\d,]+)', stderr)
+    self.assertLen(stopped, 1, stderr[-3000:])
+    stopped_at = int(stopped[0].replace(',', ''))
+    checkpoint = tf.train.latest_checkpoint(
+        os.path.join(root_dir, 'checkpoints'))
+    self.assertEqual(int(checkpoint.rsplit('-', 1)[1]), stopped_at)
+    self.assertNotEmpty(glob.glob(
+        os.path.join(root_dir, 'replay_checkpoints', '*', 'DONE')))
+
+
 PRE_TRAINING_CALLS = []
 
 
@@ -371,7 +449,16 @@ class UserErrorTest(TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(
       ('negative_budget', CARTPOLE_GIN, 'NUM_ENV_STEPS = -5', 'free',
-       'on_policy.train_eval.num_env_steps must be > 0, got -5.'),
+       'on_policy.train_eval.num_env_steps must be >= 1, got -5.'),
+      ('budget_of_the_wrong_type', CARTPOLE_GIN, 'NUM_ENV_STEPS = "abc"',
+       'free', "on_policy.train_eval.num_env_steps must be an integer >= 1, "
+       "got 'abc' (str)."),
+      ('r2d2_budget_of_the_wrong_type', R2D2_GIN, 'NUM_ENV_STEPS = 1.5',
+       'free', 'r2d2.Settings.num_env_steps must be an integer >= 1, got 1.5 '
+       '(float).'),
+      ('r2d2_replay_below_the_batch', R2D2_GIN,
+       'r2d2.Settings.replay_capacity = 2', 'free',
+       'r2d2.Settings.replay_capacity (2) is below batch_size'),
       ('unknown_env_id', CARTPOLE_GIN,
        "suite_gymnasium.load.env_id = 'CartPol-v1'", 'free',
        "Unknown gymnasium env id 'CartPol-v1'. Did you mean: CartPole-v1"),
@@ -410,7 +497,7 @@ class UserErrorTest(TestCase, parameterized.TestCase):
     self.assertIn('Traceback', result.stderr)
     self.assertIn('_check_positive', result.stderr)
     self.assertIn(
-        '\nERROR: on_policy.train_eval.num_env_steps must be > 0, got -5.',
+        '\nERROR: on_policy.train_eval.num_env_steps must be >= 1, got -5.',
         result.stderr)
 
 

@@ -6,6 +6,7 @@ At the package's root and importing nothing of it, so every floor
 """
 
 import contextlib
+import numbers
 import re
 
 # Exit code of a binary whose configuration cannot run (absl uses 1 for
@@ -73,3 +74,23 @@ def values_of(configurable: str):
     yield
   except ValueError as e:
     raise ConfigError(f'{configurable}: {user_message(e)}') from e
+
+
+def check_count(name: str, value, minimum: int = 1) -> None:
+  """Raises ValueError unless `value` is an integer >= `minimum`.
+
+  A gin value of the wrong type (`NUM_ENV_STEPS = "abc"`) is named here,
+  with its type, instead of failing later in a comparison.
+  """
+  if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    raise ValueError(f'{name} must be an integer >= {minimum}, got '
+                     f'{value!r} ({type(value).__name__}).')
+  if value < minimum:
+    raise ValueError(f'{name} must be >= {minimum}, got {value}.')
+
+
+def check_number(name: str, value) -> None:
+  """Raises ValueError unless `value` is a real number (not a bool)."""
+  if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    raise ValueError(f'{name} must be a number, got {value!r} '
+                     f'({type(value).__name__}).')

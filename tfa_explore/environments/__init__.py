@@ -17,11 +17,11 @@
   `frameskip=1`). The loaders use these same functions.
 
 Importing this package registers the gin configurables
-`suite_gymnasium.load`, `atari.load`, `minigrid.load` and `bsuite.load`, so gin files can
-refer to them; MiniGrid is imported on first use, and ALE only by
-TF-Agents' own `tf_agents.environments` package, which imports `ale_py`
-if it is installed (tfa_explore registers ALE ids with gymnasium on first
-use).
+`suite_gymnasium.load`, `atari.load`, `minigrid.load` and `bsuite.load`,
+so gin files can refer to them; MiniGrid and bsuite are imported on first
+use, and ALE only by TF-Agents' own `tf_agents.environments` package, which
+imports `ale_py` if it is installed (tfa_explore registers ALE ids with
+gymnasium on first use).
 """
 
 from tfa_explore.environments import atari

@@ -16,6 +16,7 @@ root_dir continues where the last checkpoint left off.
 import time
 from typing import Any, Callable, Dict, Optional
 
+from absl import logging
 import gin
 import numpy as np
 import tensorflow as tf
@@ -153,51 +154,71 @@ def train_eval(
 
   progress = run_kit.ProgressLog(num_env_steps, log_interval)
   last_eval = None
-  while int(env_steps) < num_env_steps and (
-      num_episodes is None or int(metrics.episodes.result()) < num_episodes):
-    previous_steps = int(env_steps)
-    previous_terminated = int(metrics.terminated.result())
-    iteration_start = time.time()
-    experience = collector.collect()
-    with run.train_writer.as_default(), tf.summary.record_if(True):
-      # Default step for summaries an agent writes without an explicit step.
-      tf.summary.experimental.set_step(env_steps)
-      loss_info = train(experience)
-      current_steps = int(env_steps)
-      tf.summary.scalar(f'{summaries.LOSSES}/total_loss', loss_info.loss,
-                        step=train_step)
-      terminated = int(metrics.terminated.result())
-      summaries.scalars(summaries.METRICS, dict(
-          metrics.results(),
-          EnvironmentSteps=current_steps,
-          StepsPerSecond=((current_steps - previous_steps) /
-                          max(time.time() - iteration_start, 1e-9)),
-          TerminatedEpisodesPerIteration=terminated - previous_terminated,
-      ), step=current_steps)
-      exploration_values = exploration.summarize(
-          batched.last_infos(collect_py_env))
-      if exploration_values:
-        summaries.scalars(summaries.EXPLORATION, exploration_values,
-                          step=current_steps)
+  with run_kit.StopSignals() as stop:
+    while (int(env_steps) < num_env_steps and not stop.requested and (
+        num_episodes is None or
+        int(metrics.episodes.result()) < num_episodes)):
+      previous_steps = int(env_steps)
+      previous_terminated = int(metrics.terminated.result())
+      iteration_start = time.time()
+      experience = collector.collect()
+      with run.train_writer.as_default(), tf.summary.record_if(True):
+        # Default step for summaries an agent writes without an explicit step.
+        tf.summary.experimental.set_step(env_steps)
+        loss_info = train(experience)
+        current_steps = int(env_steps)
+        tf.summary.scalar(f'{summaries.LOSSES}/total_loss', loss_info.loss,
+                          step=train_step)
+        terminated = int(metrics.terminated.result())
+        summaries.scalars(summaries.METRICS, dict(
+            metrics.results(),
+            EnvironmentSteps=current_steps,
+            StepsPerSecond=((current_steps - previous_steps) /
+                            max(time.time() - iteration_start, 1e-9)),
+            TerminatedEpisodesPerIteration=terminated - previous_terminated,
+        ), step=current_steps)
+        exploration_values = exploration.summarize(
+            batched.last_infos(collect_py_env))
+        if exploration_values:
+          summaries.scalars(summaries.EXPLORATION, exploration_values,
+                            step=current_steps)
 
-    progress.iteration_done(current_steps)
-    if progress.due(previous_steps, current_steps):
-      progress.log(current_steps, {
-          'recent return': (f'{float(metrics.average_return.result()):.2f} '
-                            f'({int(metrics.episodes.result())} episodes)'),
-          'loss': f'{float(loss_info.loss):.4f}'})
-      run.train_writer.flush()
-    if run_kit.crossed(previous_steps, current_steps, eval_interval):
-      last_eval = evaluator(current_steps)
-    if run_kit.crossed(previous_steps, current_steps, checkpoint_interval):
+      progress.iteration_done(current_steps)
+      if progress.due(previous_steps, current_steps):
+        progress.log(current_steps, {
+            'recent return': (f'{float(metrics.average_return.result()):.2f} '
+                              f'({int(metrics.episodes.result())} episodes)'),
+            'loss': f'{float(loss_info.loss):.4f}'})
+        run.train_writer.flush()
+      if run_kit.crossed(previous_steps, current_steps, eval_interval):
+        last_eval = evaluator(current_steps)
+      if run_kit.crossed(previous_steps, current_steps, checkpoint_interval):
+        checkpointer.save()
+
+  if stop.requested:
+    # What the run did is kept; no final evaluation (the run did not end).
+    if not checkpointer.saved_at(int(env_steps)):
       checkpointer.save()
-
-  collect_py_env.close()
+    _close(collect_py_env)
+    evaluator.close()
+    run_kit.write_env_logs(run.root_dir, num_episodes)
+    run.release()
+    raise run_kit.RunStopped(stop.signum, int(env_steps))
+  _close(collect_py_env)
   final = run_kit.finish(evaluator, checkpointer, run, int(env_steps),
                          last_eval)
   # After the collect envs closed: their journals are complete.
   run_kit.write_env_logs(run.root_dir, num_episodes)
   return final
+
+
+def _close(environment) -> None:
+  """Closes the collect envs; subprocess envs a terminal's Ctrl-C already
+  ended may fail to answer."""
+  try:
+    environment.close()
+  except Exception as e:  # pylint: disable=broad-except
+    logging.warning('Closing the collect envs: %s', e)
 
 
 def _check_positive(**values) -> None:
@@ -207,9 +228,10 @@ def _check_positive(**values) -> None:
   iteration and end as a success, and a zero interval would never fire.
   """
   for name, value in values.items():
-    if value < 1:
-      raise errors.ConfigError(
-          f'on_policy.train_eval.{name} must be > 0, got {value}.')
+    try:
+      errors.check_count(f'on_policy.train_eval.{name}', value)
+    except ValueError as e:
+      raise errors.ConfigError(str(e)) from e
 
 
 class RolloutCollector:

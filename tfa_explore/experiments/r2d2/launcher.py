@@ -14,6 +14,7 @@ on tables, specs and schedules.
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Sequence
@@ -22,12 +23,17 @@ from absl import logging
 import gin
 
 from tfa_explore import errors
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import learner as learner_lib
 from tfa_explore.experiments.r2d2 import settings as settings_lib
 
+
+# How long a run stopped by a signal waits for its actors before ending
+# their processes: it saved everything they would add.
+_STOPPED_ACTORS_SECONDS = 5.0
 
 # Under root_dir on one machine: the Reverb checkpoints of the tables.
 REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
@@ -65,6 +71,9 @@ def exit_when_orphaned(parent_pid: int, poll_seconds: float = 1.0) -> None:
 def _actor_process_main(config_str, task, replay_server, root_dir,
                         parent_pid=None, incarnation=0):
   """Entry point of an actor subprocess (spawned: a fresh interpreter)."""
+  # A terminal's Ctrl-C reaches the whole process group; the learner
+  # saves the run and stops its actors (`ActorPool.stop`).
+  signal.signal(signal.SIGINT, signal.SIG_IGN)
   if parent_pid is not None:
     exit_when_orphaned(parent_pid)
   # The config string starts with the gin file's imports, which register
@@ -148,6 +157,10 @@ class ActorPool:
                       self._settings.max_actor_restarts)
       self._actors[task] = self._start(task)
 
+  def request_stop(self) -> None:
+    """Tells actor threads to stop (processes are ended by `stop`)."""
+    self._stop_event.set()
+
   def stop(self, timeout_seconds: float) -> None:
     """Asks the actors to stop; processes still alive after it are ended."""
     self._stop_event.set()
@@ -188,6 +201,13 @@ def train_eval(root_dir: str,
   actors = ActorPool(settings, address, root_dir)
   try:
     return learner_lib.run_learner(settings, address, root_dir, actors=actors)
+  except run_kit.RunStopped:
+    # Saved (learner and replay): the actors need not finish anything. The
+    # server goes first, so that an actor blocked at an insert gives up.
+    actors.request_stop()
+    server.stop()
+    actors.stop(_STOPPED_ACTORS_SECONDS)
+    raise
   finally:
     actors.stop(settings.shutdown_timeout_seconds)
     server.stop()
@@ -205,3 +225,5 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
     return job(settings_lib.from_gin())
   except errors.ConfigError as e:
     runner.exit_with_config_error(e)
+  except run_kit.RunStopped as e:
+    runner.exit_stopped(e)

@@ -272,6 +272,21 @@ class Learner:
                  f'{int(self.env_steps):,}', f'{int(self.train_step):,}')
     return final
 
+  def stop(self, signum: int) -> None:
+    """Saves the learner and its replay at this step; raises `RunStopped`.
+
+    The actors are not told to finish and the agent table is not reset: a
+    restarted learner carries on with both (its actors on other machines
+    wait for it, as after a kill).
+    """
+    env_steps = int(self.env_steps)
+    if not self._checkpointer.saved_at(env_steps):
+      self.checkpoint()
+    self.run_dir.flush()
+    run_kit.write_env_logs(self.run_dir.root_dir, self._settings.num_episodes)
+    self.run_dir.release()
+    raise run_kit.RunStopped(signum, env_steps)
+
   # --- the loop -------------------------------------------------------------
 
   def run(self) -> Dict[str, float]:
@@ -283,11 +298,14 @@ class Learner:
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
                                        settings.log_interval)
     self.read_progress()
-    while not self._budget_spent():
-      try:
-        self._iteration(progress_log)
-      except Exception as e:  # pylint: disable=broad-except
-        self._reconnect(e)
+    with run_kit.StopSignals() as stop:
+      while not self._budget_spent() and not stop.requested:
+        try:
+          self._iteration(progress_log)
+        except Exception as e:  # pylint: disable=broad-except
+          self._reconnect(e)
+    if stop.requested:
+      self.stop(stop.signum)
     return self.finish()
 
   def _reconnect(self, error: Exception) -> None:

@@ -124,12 +124,15 @@ class Settings:
                 'train_steps_per_iteration', 'variable_push_period',
                 'actor_update_period', 'max_checkpoints_to_keep')
     for name in positive:
-      value = getattr(self, name)
-      if value < 1:
-        raise ValueError(f'r2d2.Settings.{name} must be >= 1, got {value}.')
-    if self.num_episodes is not None and self.num_episodes < 1:
-      raise ValueError('r2d2.Settings.num_episodes must be >= 1 (or None), '
-                       f'got {self.num_episodes}.')
+      errors.check_count(f'r2d2.Settings.{name}', getattr(self, name))
+    if self.num_episodes is not None:
+      errors.check_count('r2d2.Settings.num_episodes', self.num_episodes)
+    for name in ('samples_per_insert', 'priority_exponent',
+                 'replay_retry_seconds', 'sample_timeout_seconds',
+                 'shutdown_timeout_seconds'):
+      errors.check_number(f'r2d2.Settings.{name}', getattr(self, name))
+    errors.check_count('r2d2.Settings.max_actor_restarts',
+                       self.max_actor_restarts, minimum=0)
     if self.max_actor_restarts < 0 or self.replay_retry_seconds < 0:
       raise ValueError(
           'r2d2.Settings.max_actor_restarts and replay_retry_seconds must be '
@@ -138,6 +141,11 @@ class Settings:
     if self.samples_per_insert <= 0:
       raise ValueError('r2d2.Settings.samples_per_insert must be > 0, got '
                        f'{self.samples_per_insert}.')
+    if self.replay_capacity < self.batch_size:
+      raise ValueError(
+          f'r2d2.Settings.replay_capacity ({self.replay_capacity}) is below '
+          f'batch_size ({self.batch_size}): a batch would sample the same '
+          'sequences several times.')
     if self.min_size_to_sample > self.replay_capacity:
       raise ValueError(
           f'r2d2.Settings.min_size_to_sample ({self.min_size_to_sample}) '
