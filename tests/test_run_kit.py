@@ -190,7 +190,7 @@ class CheckpointerTest(_TestCase):
     return [os.path.join(root_dir, 'checkpoints', f'ckpt-{step}')
             for step in (100, 200, 300)]
 
-  def test_a_damaged_newest_checkpoint_is_skipped_not_deleted(self):
+  def test_a_damaged_newest_checkpoint_is_skipped_and_kept_aside(self):
     root_dir = os.path.join(self.get_temp_dir(), 'damaged')
     paths = self.save_three(root_dir)
     (data_file,) = glob.glob(paths[2] + '.data-*')
@@ -204,25 +204,33 @@ class CheckpointerTest(_TestCase):
       self.assertTrue(resumed.restore())
     self.assertAllEqual(weights.numpy(), np.full([500], 2.0))
     self.assertEqual(int(resumed._env_steps), 200)  # pylint: disable=protected-access
-    (warning,) = logs.records
-    self.assertIn(f'Skipping checkpoint {paths[2]}', warning.getMessage())
-    self.assertIn('Read less bytes than requested', warning.getMessage())
-    self.assertTrue(os.path.exists(data_file))
+    skipped, kept = logs.records
+    self.assertIn(f'Skipping checkpoint {paths[2]}', skipped.getMessage())
+    self.assertIn('Read less bytes than requested', skipped.getMessage())
+    (kept_file,) = glob.glob(os.path.join(
+        root_dir, 'checkpoints', 'damaged', 'ckpt-300-*',
+        os.path.basename(data_file)))
+    self.assertIn(os.path.dirname(kept_file), kept.getMessage())
+    self.assertFalse(glob.glob(paths[2] + '.*'))
+    with open(kept_file, 'rb') as f:
+      damaged_bytes = f.read()
 
     # The run goes on from 200; the damaged checkpoint is out of the
-    # rotation of 3, so later saves delete the older ones but never it.
+    # rotation, and a new checkpoint at its env step (300) does not
+    # replace it.
     self.assertEqual(resumed.latest, paths[1])
-    for step in (210, 220, 230):
+    for step in (210, 220, 300):
       resumed._env_steps.assign(step)  # pylint: disable=protected-access
       resumed.save()
-    self.assertTrue(os.path.exists(data_file))
+    with open(kept_file, 'rb') as f:
+      self.assertEqual(f.read(), damaged_bytes)
     self.assertFalse(glob.glob(paths[0] + '.*'))
     self.assertFalse(glob.glob(paths[1] + '.*'))
     self.assertEqual(
         tf.train.get_checkpoint_state(
             os.path.join(root_dir, 'checkpoints')).all_model_checkpoint_paths,
         [os.path.join(root_dir, 'checkpoints', f'ckpt-{step}')
-         for step in (210, 220, 230)])
+         for step in (210, 220, 300)])
 
   def test_no_checkpoint_loads_names_the_directory(self):
     root_dir = os.path.join(self.get_temp_dir(), 'all_damaged')

@@ -43,6 +43,7 @@ resume reads every value of a checkpoint before restoring it and falls back
 to the next older one, leaving the damaged one where it is.
 """
 
+import glob
 import json
 import os
 import signal
@@ -68,6 +69,7 @@ from tfa_explore.utils import summaries
 TRAIN_DIR = 'train'
 EVAL_DIR = 'eval'
 CHECKPOINT_DIR = 'checkpoints'
+DAMAGED_DIR = 'damaged'  # under CHECKPOINT_DIR: checkpoints that did not load
 POLICY_DIR = 'policies'
 GREEDY_POLICY = 'greedy_policy'
 COLLECT_POLICY = 'collect_policy'
@@ -223,9 +225,10 @@ class Checkpointer:
     `tf.train.Checkpoint.restore` defers the values of objects that do not
     exist yet (optimizer slots: module doc) and would meet a damaged file
     only then, mid-training. A checkpoint that does not load is skipped
-    with a WARNING naming it and the reason, and left on disk: it leaves
-    the rotation of `max_to_keep`, so the run never deletes it (a later
-    checkpoint at the same env step would replace it).
+    with a WARNING naming it and the reason; once an older one loads, the
+    skipped ones are moved to checkpoints/damaged/ (the run never deletes
+    them, and a later checkpoint at the same env step cannot replace
+    them). When none loads, nothing moves.
 
     Raises:
       errors.RunDirectoryError: there are checkpoints, but none loads.
@@ -242,11 +245,13 @@ class Checkpointer:
         reason = _first_line(e)
         reasons.append(f'{os.path.basename(path)}: {reason}')
         logging.warning('Skipping checkpoint %s, which does not load (%s: '
-                        '%s); it stays on disk. Trying the next older one.',
+                        '%s). Trying the next older one.',
                         path, type(e).__name__, reason)
         continue
       if reasons:
         self._forget_newer_than(path)
+        for damaged in checkpoints[:len(reasons)]:
+          self._set_aside(damaged)
       logging.info('Resumed from checkpoint at env step %s (train step %s).',
                    f'{int(self._env_steps):,}', f'{int(self._train_step):,}')
       return True
@@ -254,6 +259,16 @@ class Checkpointer:
         f'No checkpoint in {self._run.path(CHECKPOINT_DIR)} loads ('
         f'{"; ".join(reasons)}). Move that directory aside to start the run '
         'afresh.')
+
+  def _set_aside(self, path: str) -> None:
+    """Moves the files of checkpoint `path` to checkpoints/damaged/."""
+    directory = self._run.path(CHECKPOINT_DIR, DAMAGED_DIR,
+                               f'{os.path.basename(path)}-{int(time.time())}')
+    os.makedirs(directory, exist_ok=True)
+    for name in glob.glob(path + '.*'):
+      os.replace(name, os.path.join(directory, os.path.basename(name)))
+    logging.warning('The checkpoint that did not load is kept in %s.',
+                    directory)
 
   def _forget_newer_than(self, restored: str) -> None:
     """Drops the checkpoints after `restored` from the state file.
