@@ -7,9 +7,12 @@ gin-configurable: the experiment's settings (`r2d2.Settings`) pass their
 values, so a binding here could only be silently overridden.
 """
 
-from typing import Dict
+import glob
+import os
+from typing import Callable, Dict, List, Optional, Sequence
 import uuid
 
+from absl import logging
 import reverb
 from reverb.cc import schema_pb2
 import tensorflow as tf
@@ -36,6 +39,55 @@ def tf_client(server_address, purpose):
   return reverb.TFClient(
       server_address,
       shared_name=f'tfa_explore_{purpose}_{uuid.uuid4().hex}')
+
+
+# Next to a replay checkpoint directory: checkpoints that did not load.
+DAMAGED_SUFFIX = '_damaged'
+
+
+def complete_checkpoints(checkpoint_dir: str) -> List[str]:
+  """Reverb's complete checkpoints under `checkpoint_dir` (DONE), oldest
+  first (Reverb names them by time)."""
+  return sorted(os.path.dirname(path) for path in
+                glob.glob(os.path.join(checkpoint_dir, '*', 'DONE')))
+
+
+def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
+                 port: Optional[int],
+                 checkpoint_dir: Optional[str]) -> reverb.Server:
+  """A Reverb server restoring the newest checkpoint in `checkpoint_dir`.
+
+  A checkpoint that does not load (a damaged `tables.tfrecord` or
+  `chunks.tfrecord`: Reverb raises "corrupted record at 0") is moved to
+  `<checkpoint_dir>_damaged/` with a WARNING naming it, and the server
+  starts from the next older complete one, else with empty tables, which
+  the actors refill. Reverb keeps only its newest checkpoint, so usually
+  there is no older one. `make_tables` builds the tables for each attempt
+  (a failed server may keep the ones it was given).
+  """
+  while True:
+    checkpointer = None
+    if checkpoint_dir is not None:
+      checkpointer = reverb.checkpointers.DefaultCheckpointer(checkpoint_dir)
+    try:
+      return reverb.Server(make_tables(), port=port,
+                           checkpointer=checkpointer)
+    except RuntimeError as e:
+      candidates = (complete_checkpoints(checkpoint_dir)
+                    if checkpoint_dir is not None else [])
+      if not candidates:
+        raise
+      damaged = candidates[-1]
+      aside = os.path.join(checkpoint_dir + DAMAGED_SUFFIX,
+                           os.path.basename(damaged))
+      os.makedirs(os.path.dirname(aside), exist_ok=True)
+      os.replace(damaged, aside)
+      older = ('the next older one' if len(candidates) > 1
+               else 'empty tables, which the actors refill')
+      logging.warning(
+          'Replay checkpoint %s does not load (%s); moved to %s. The replay '
+          'server starts from %s.', damaged, str(e).strip().splitlines()[0],
+          aside, older)
 
 
 def table_sizes(client: reverb.Client) -> Dict[str, int]:

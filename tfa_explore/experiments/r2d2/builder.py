@@ -301,10 +301,8 @@ class Builder:
     tf.random.set_seed(self.settings.seed)
     _, agent = self.make_agent()
     server_tables = self.make_tables(agent)
-    checkpointer = None
-    if checkpoint_dir is not None:
-      checkpointer = reverb.checkpointers.DefaultCheckpointer(checkpoint_dir)
-    server = reverb.Server(server_tables, port=port, checkpointer=checkpointer)
+    server = tables.start_server(lambda: self.make_tables(agent), port,
+                                 checkpoint_dir)
     client = reverb.Client(f'localhost:{server.port}')
     info = client.server_info()
     if any(table.current_size for table in info.values()):

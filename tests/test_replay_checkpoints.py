@@ -1,0 +1,77 @@
+"""tables.start_server: a damaged newest replay checkpoint does not block."""
+
+import os
+import shutil
+import tempfile
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import reverb
+
+from tfa_explore.replay import tables
+
+
+def _queue():
+  return [reverb.Table.queue('queue', 100)]
+
+
+class StartServerTest(parameterized.TestCase):
+
+  def _dir(self):
+    path = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, path, ignore_errors=True)
+    self.addCleanup(shutil.rmtree, path + tables.DAMAGED_SUFFIX,
+                    ignore_errors=True)
+    return path
+
+  def _checkpoint_with(self, checkpoint_dir, num_items):
+    server = tables.start_server(_queue, None, checkpoint_dir)
+    client = reverb.Client(f'localhost:{server.port}')
+    for i in range(num_items):
+      client.insert([i], {'queue': 1.0})
+    path = client.checkpoint()
+    server.stop()
+    return path
+
+  def test_restores_a_good_checkpoint(self):
+    checkpoint_dir = self._dir()
+    self._checkpoint_with(checkpoint_dir, 7)
+    server = tables.start_server(_queue, None, checkpoint_dir)
+    self.addCleanup(server.stop)
+    info = reverb.Client(f'localhost:{server.port}').server_info()
+    self.assertEqual(info['queue'].current_size, 7)
+
+  @parameterized.parameters('tables.tfrecord', 'chunks.tfrecord')
+  def test_a_damaged_one_is_moved_aside_and_the_server_starts(self, name):
+    checkpoint_dir = self._dir()
+    path = self._checkpoint_with(checkpoint_dir, 7)
+    with open(os.path.join(path, name), 'r+b') as f:
+      f.write(b'\xff' * 32)
+    with self.assertLogs('absl', level='WARNING') as logs:
+      server = tables.start_server(_queue, None, checkpoint_dir)
+    self.addCleanup(server.stop)
+    (warning,) = logs.records
+    aside = os.path.join(checkpoint_dir + tables.DAMAGED_SUFFIX,
+                         os.path.basename(path))
+    self.assertIn(f'Replay checkpoint {path} does not load',
+                  warning.getMessage())
+    self.assertIn('corrupted record', warning.getMessage())
+    self.assertIn(aside, warning.getMessage())
+    self.assertIn('empty tables', warning.getMessage())
+    self.assertTrue(os.path.exists(os.path.join(aside, name)))
+    self.assertEqual(tables.complete_checkpoints(checkpoint_dir), [])
+    client = reverb.Client(f'localhost:{server.port}')
+    self.assertEqual(client.server_info()['queue'].current_size, 0)
+    # It checkpoints again as usual.
+    client.insert([1], {'queue': 1.0})
+    client.checkpoint()
+    self.assertLen(tables.complete_checkpoints(checkpoint_dir), 1)
+
+  def test_without_a_checkpoint_dir_errors_are_not_caught(self):
+    with self.assertRaises(ValueError):
+      tables.start_server(lambda: [reverb.Table.queue('queue', 0)], None,
+                          None)
+
+
+if __name__ == '__main__':
+  absltest.main()
