@@ -128,6 +128,14 @@ class LineFilterTest(absltest.TestCase):
         'process (7) so Table t is accessed directly without gRPC.',
         '[reverb/cc/platform/default/server.cc:71] Started replay server on '
         'port 8000',
+        '[reverb/cc/reverb_service_impl.cc:168] Stored checkpoint to /r/1',
+        'WARNING: All log messages before absl::InitializeLog() is called are '
+        'written to STDERR',
+        'I0000 00:00:1795659621.636671   24333 device_compiler.h:186] Compiled '
+        'cluster using XLA!  This line is logged at most once for the '
+        'lifetime of the process.',
+        'A.L.E: Arcade Learning Environment (version 0.12.1+8a8fafb)',
+        '[Powered by Stella]',
         '12:00:00 env steps 1/2 (50%)',
         '[reverb/cc/writer.cc:1] Failed to insert: deadline exceeded',
         'Sampler and server are owned by the same process (not Reverb)',
@@ -136,7 +144,7 @@ class LineFilterTest(absltest.TestCase):
     result = subprocess.run(
         console.line_filter_command(), input='\n'.join(lines),
         capture_output=True, text=True, timeout=60, check=True)
-    self.assertEqual(result.stdout, '\n'.join(lines[2:]))
+    self.assertEqual(result.stdout, '\n'.join(lines[7:]))
 
 
 @pytest.mark.integration

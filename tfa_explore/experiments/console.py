@@ -28,7 +28,8 @@ parent's sys.argv, so it configures itself the same way.
 Reverb's C++ lines (`[reverb/cc/...]`, R2D2 runs) have no level and no
 switch: Reverb writes them to std::clog. So the binary's file descriptor 2
 goes through a small separate process that drops the few INFO lines Reverb
-prints in a normal run (`REVERB_INFO_LINES`) and passes everything else. A
+prints in a normal run (`REVERB_INFO_LINES`), XLA's and ALE's C++ notices
+(`MUTED_LINES`), and passes everything else. A
 process, not a thread: it reads until every writer is gone, so a crash's
 last words (an abort, a SIGKILL of the binary) still reach the console.
 """
@@ -84,20 +85,37 @@ REVERB_INFO_LINES = (
     'Started replay server on port ',
     'Sampler and server are owned by the same process',
     'Shutting down replay server',
+    # At every replay checkpoint; the learner logs its own line.
+    'Stored checkpoint to ',
+)
+
+# Lines muted wherever they appear: XLA's two at a run's first compiled
+# step (R2D2's jit_compile), from its own C++ logging, which
+# TF_CPP_MIN_LOG_LEVEL does not reach; ALE's banner, two lines per Atari
+# env it creates (16 for the 8 envs of gin/rnd_ppo/montezuma.gin).
+MUTED_LINES = (
+    'All log messages before absl::InitializeLog() is called are written',
+    'device_compiler.h:186] Compiled cluster using XLA!',
+    'A.L.E: Arcade Learning Environment (version ',
+    '[Powered by Stella]',
 )
 
 # The line filter's program: stdin -> stdout, minus Reverb's INFO lines
-# (argv). It ignores Ctrl-C, which is for the binary: it drains the
-# binary's last lines and ends when every writer has closed the pipe.
+# (argv before '--') and XLA's (after it). It ignores Ctrl-C, which is for
+# the binary: it drains the binary's last lines and ends when every writer
+# has closed the pipe.
 _LINE_FILTER_PROGRAM = '''
 import signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
-muted = [text.encode() for text in sys.argv[1:]]
+split = sys.argv.index('--')
+reverb = [text.encode() for text in sys.argv[1:split]]
+anywhere = [text.encode() for text in sys.argv[split + 1:]]
 output = sys.stdout.buffer
 try:
   for line in sys.stdin.buffer:
-    if not (line.startswith(b'[reverb/cc/') and
-            any(text in line for text in muted)):
+    if not ((line.startswith(b'[reverb/cc/') and
+             any(text in line for text in reverb)) or
+            any(text in line for text in anywhere)):
       output.write(line)
       output.flush()
 except BrokenPipeError:
@@ -108,9 +126,11 @@ except BrokenPipeError:
 _FILTER_DRAIN_SECONDS = 5.0
 
 
-def line_filter_command(muted: Sequence[str] = REVERB_INFO_LINES):
+def line_filter_command(muted: Sequence[str] = REVERB_INFO_LINES,
+                        muted_anywhere: Sequence[str] = MUTED_LINES):
   """The command of the line filter process (tests run it too)."""
-  return [sys.executable, '-I', '-S', '-c', _LINE_FILTER_PROGRAM, *muted]
+  return [sys.executable, '-I', '-S', '-c', _LINE_FILTER_PROGRAM, *muted,
+          '--', *muted_anywhere]
 
 
 def _filter_stderr() -> None:
