@@ -471,6 +471,35 @@ class ThreeProcessTest(_TestCase):
     self.assertTrue(os.path.isdir(
         os.path.join(root_dir, 'policies', 'greedy_policy')))
 
+  def test_a_second_actor_with_a_running_task_exits_2(self):
+    port = portpicker.pick_unused_port()
+    address = f'127.0.0.1:{port}'
+    root_dir = os.path.join(self.get_temp_dir(), 'duplicate_task')
+    log_dir = tempfile.mkdtemp(dir=self.get_temp_dir())
+    gin_args = [f'--gin_file={self.gin_file}']
+    self._start('replay_server', [f'--port={port}'] + gin_args, log_dir)
+    actor_args = ['--task=0', f'--replay_server={address}',
+                  f'--root_dir={root_dir}'] + gin_args
+    first = self._start('actor', actor_args, log_dir)
+    # Without a learner it waits for weights, holding its task.
+    deadline = time.time() + 120
+    while 'waiting for the learner' not in self._log(log_dir, 'actor'):
+      self.assertIsNone(first.poll(), self._log(log_dir, 'actor'))
+      self.assertLess(time.time(), deadline, self._log(log_dir, 'actor'))
+      time.sleep(0.2)
+    second = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', 'actor.py')] +
+        actor_args, capture_output=True, text=True, timeout=120,
+        cwd=REPO_ROOT, check=False)
+    self.assertEqual(second.returncode, 2, second.stderr[-2000:])
+    errors_printed = [line for line in second.stderr.splitlines()
+                      if line.startswith('ERROR:')]
+    self.assertLen(errors_printed, 1, second.stderr[-2000:])
+    self.assertIn('Actor --task=0 of this run is already running',
+                  errors_printed[0])
+    self.assertIn(f'pid {first.pid}', errors_printed[0])
+    self.assertIsNone(first.poll())
+
   def test_bad_gin_binding_exits_with_code_2(self):
     result = subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, 'train', 'learner.py'),

@@ -23,9 +23,11 @@ import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.trajectories import trajectory as trajectory_lib
 
+from tfa_explore import errors
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
+from tfa_explore.experiments import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import retry
 
@@ -134,6 +136,27 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
   if not 0 <= task < settings.num_actors:
     raise ValueError(
         f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
+  if root_dir is None:
+    return _run_actor(settings, task, replay_server, root_dir, stop_event,
+                      incarnation)
+  # One process per task: a second actor with the same task (a copy-paste
+  # of a command) would repeat its epsilons and double-count its steps.
+  # The lock is the process's, so a restarted actor thread retakes it.
+  try:
+    lock = run_lock.RunLock(os.path.join(root_dir, ACTOR_DIR, str(task)))
+    lock.acquire()
+  except errors.RunDirectoryError as e:
+    raise errors.ConfigError(
+        f'Actor --task={task} of this run is already running: '
+        f'{errors.user_message(e)}') from e
+  with lock:
+    return _run_actor(settings, task, replay_server, root_dir, stop_event,
+                      incarnation)
+
+
+def _run_actor(settings, task, replay_server, root_dir, stop_event,
+               incarnation):
+  """`run_actor`'s loop, once the task is known to be this one's."""
   builder = builder_lib.Builder(settings)
   num_envs = settings.envs_per_actor
   first_slot = task * num_envs
