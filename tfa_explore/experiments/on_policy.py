@@ -33,6 +33,7 @@ from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import stop_signals
 from tfa_explore.utils import summaries
 
 REQUIRED = gin.REQUIRED
@@ -154,7 +155,7 @@ def train_eval(
 
   progress = run_kit.ProgressLog(num_env_steps, log_interval)
   last_eval = None
-  with run_kit.StopSignals() as stop:
+  with stop_signals.StopSignals() as stop:
     while (int(env_steps) < num_env_steps and not stop.requested and (
         num_episodes is None or
         int(metrics.episodes.result()) < num_episodes)):
@@ -203,7 +204,7 @@ def train_eval(
     evaluator.close()
     run_kit.write_env_logs(run.root_dir, num_episodes)
     run.release()
-    raise run_kit.RunStopped(stop.signum, int(env_steps))
+    raise stop_signals.RunStopped(stop.signum, int(env_steps))
   _close(collect_py_env)
   final = run_kit.finish(evaluator, checkpointer, run, int(env_steps),
                          last_eval)

@@ -46,8 +46,6 @@ to the next older one, leaving the damaged one where it is.
 import glob
 import json
 import os
-import signal
-import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional
 
@@ -627,68 +625,3 @@ def write_env_logs(root_dir: str, num_episodes: Optional[int]) -> None:
   nothing for other envs)."""
   for path in bsuite_env.write_csv(root_dir, num_episodes):
     logging.info('bsuite log: %s', path)
-
-
-class RunStopped(Exception):
-  """A run stopped by SIGINT or SIGTERM after saving its progress.
-
-  The binaries exit with 128 + the signal's number (130, 143), as a shell
-  reports a process ended by it, after one line saying what was saved.
-  """
-
-  def __init__(self, signum: int, env_steps: int):
-    self.signum = signum
-    self.env_steps = env_steps
-    super().__init__(
-        f'Stopped by {signal.Signals(signum).name} at env step '
-        f'{env_steps:,}; a checkpoint was saved there: run the same command '
-        'again to resume.')
-
-  @property
-  def exit_code(self) -> int:
-    return 128 + self.signum
-
-
-class StopSignals:
-  """SIGINT and SIGTERM ask the loop to stop, instead of killing the run.
-
-  A context manager around a training loop: the first signal sets
-  `signum` (the loop checks `requested` once per iteration, saves a
-  checkpoint and raises `RunStopped`); a second one ends the process at
-  once with the default action. Schedulers (Slurm, Kubernetes, Ray) stop
-  jobs with SIGTERM, Ctrl-C sends SIGINT. Outside the main thread (an
-  embedded loop) nothing is installed: Python allows handlers only there.
-  """
-
-  SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-  def __init__(self):
-    self.signum = None
-    self._previous = {}
-
-  @property
-  def requested(self) -> bool:
-    return self.signum is not None
-
-  def _handle(self, signum, frame):
-    del frame
-    if self.signum is not None:
-      # A second signal: the default action, now.
-      signal.signal(signum, signal.SIG_DFL)
-      os.kill(os.getpid(), signum)
-      return
-    self.signum = signum
-    logging.warning('%s: stopping after this iteration, with a checkpoint '
-                    '(send it again to stop at once).',
-                    signal.Signals(signum).name)
-
-  def __enter__(self) -> 'StopSignals':
-    if threading.current_thread() is threading.main_thread():
-      for signum in self.SIGNALS:
-        self._previous[signum] = signal.signal(signum, self._handle)
-    return self
-
-  def __exit__(self, *exc_info) -> None:
-    for signum, handler in self._previous.items():
-      signal.signal(signum, handler)
-    self._previous = {}

@@ -30,7 +30,7 @@ from tfa_explore.experiments import rnd_ppo
 
 from tfa_explore import errors
 from tfa_explore.experiments import console
-from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import stop_signals
 from tfa_explore.experiments import run_lock
 
 CONFIG_ERROR_EXIT_CODE = errors.CONFIG_ERROR_EXIT_CODE
@@ -151,11 +151,11 @@ def main_or_exit(root_dir: str, gin_files: Sequence[str],
     run(root_dir, gin_files, gin_bindings)
   except ConfigError as e:
     exit_with_config_error(e)
-  except run_kit.RunStopped as e:
+  except stop_signals.RunStopped as e:
     exit_stopped(e)
 
 
-def exit_stopped(stopped: run_kit.RunStopped) -> None:
+def exit_stopped(stopped: stop_signals.RunStopped) -> None:
   """One line on what was saved; exit 128 + the signal (130, 143)."""
   logging.warning('%s', stopped)
   sys.exit(stopped.exit_code)

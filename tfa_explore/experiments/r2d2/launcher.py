@@ -23,7 +23,7 @@ from absl import logging
 import gin
 
 from tfa_explore import errors
-from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import stop_signals
 from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
@@ -201,7 +201,7 @@ def train_eval(root_dir: str,
   actors = ActorPool(settings, address, root_dir)
   try:
     return learner_lib.run_learner(settings, address, root_dir, actors=actors)
-  except run_kit.RunStopped:
+  except stop_signals.RunStopped:
     # Saved (learner and replay): the actors need not finish anything. The
     # server goes first, so that an actor blocked at an insert gives up.
     actors.request_stop()
@@ -225,5 +225,5 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
     return job(settings_lib.from_gin())
   except errors.ConfigError as e:
     runner.exit_with_config_error(e)
-  except run_kit.RunStopped as e:
+  except stop_signals.RunStopped as e:
     runner.exit_stopped(e)

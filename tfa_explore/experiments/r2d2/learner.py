@@ -38,6 +38,7 @@ from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import stop_signals
 from tfa_explore.experiments import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
@@ -285,7 +286,7 @@ class Learner:
     self.run_dir.flush()
     run_kit.write_env_logs(self.run_dir.root_dir, self._settings.num_episodes)
     self.run_dir.release()
-    raise run_kit.RunStopped(signum, env_steps)
+    raise stop_signals.RunStopped(signum, env_steps)
 
   # --- the loop -------------------------------------------------------------
 
@@ -298,7 +299,7 @@ class Learner:
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
                                        settings.log_interval)
     self.read_progress()
-    with run_kit.StopSignals() as stop:
+    with stop_signals.StopSignals() as stop:
       while not self._budget_spent() and not stop.requested:
         try:
           self._iteration(progress_log)
