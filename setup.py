@@ -1,4 +1,7 @@
 """tfa_explore: hard-exploration agents (RND-PPO, R2D2, R2D3) for TF-Agents."""
+import collections
+import glob
+import os
 import sys
 
 import setuptools
@@ -8,11 +11,28 @@ if not ((3, 9) <= sys.version_info[:2] <= (3, 11)):
       'tfa_explore needs Python 3.9-3.11 (dm-reverb 0.14 has no wheels for '
       f'other versions); this is Python {sys.version.split()[0]}.')
 
+
+def _gin_data_files():
+  """gin/<agent>/<file>.gin -> <prefix>/share/tfa_explore/gin/<agent>/.
+
+  An installed package finds them there (`runner.resolve_gin_file`), so
+  `--gin_file=gin/ppo/cartpole.gin` works outside a checkout too.
+  """
+  by_dir = collections.defaultdict(list)
+  for path in sorted(glob.glob(os.path.join('gin', '*', '*.gin'))):
+    by_dir[os.path.join('share', 'tfa_explore', os.path.dirname(path))].append(
+        path)
+  return sorted(by_dir.items())
+
+
 setuptools.setup(
     name='tfa_explore',
     version='0.1.0',
     description='Hard-exploration agents (RND-PPO, R2D2, R2D3) for TF-Agents',
     packages=setuptools.find_packages(include=['tfa_explore', 'tfa_explore.*']),
+    # The absl binaries (train_eval.py, the R2D2 roles, ...) on the PATH.
+    scripts=sorted(glob.glob(os.path.join('train', '*.py'))),
+    data_files=_gin_data_files(),
     python_requires='>=3.9,<3.12',
     install_requires=[
         'tensorflow>=2.15,<2.16',

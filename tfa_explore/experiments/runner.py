@@ -9,6 +9,7 @@ Every experiment function takes `root_dir`; its settings (`env_loader`,
 with `experiment_setting`.
 """
 
+from importlib import metadata as importlib_metadata
 import os
 import sys
 import traceback
@@ -76,9 +77,45 @@ def _add_include_search_paths(gin_files: Sequence[str]) -> None:
 _SEARCH_PATHS = set()
 
 
+def installed_gin_root() -> Optional[str]:
+  """The folder holding `gin/` of an installed package (None if none).
+
+  `pip install` puts the gin files under <prefix>/share/tfa_explore/gin
+  (setup.py's data_files); the package's RECORD says where that is.
+  """
+  try:
+    files = importlib_metadata.distribution('tfa_explore').files or ()
+  except importlib_metadata.PackageNotFoundError:
+    return None
+  for file in files:
+    parts = file.parts
+    if 'share' in parts and parts[-1].endswith('.gin'):
+      index = parts.index('share')
+      if parts[index + 1:index + 3] == ('tfa_explore', 'gin'):
+        root = os.path.join(str(file.locate().parent), *(
+            ['..'] * (len(parts) - index - 3)))
+        return os.path.normpath(root)
+  return None
+
+
+def resolve_gin_file(path: str) -> str:
+  """`path`, or the installed copy of a shipped file ('gin/ppo/x.gin').
+
+  A relative path that does not exist from here is looked up under the
+  installed package's gin folder, so the shipped files work from any
+  directory once tfa_explore is installed.
+  """
+  if os.path.exists(path) or os.path.isabs(path):
+    return path
+  root = installed_gin_root()
+  if root is not None and os.path.exists(os.path.join(root, path)):
+    return os.path.join(root, path)
+  return path
+
+
 def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
   """Parses gin files then bindings; raises ConfigError with gin's message."""
-  gin_files = list(gin_files or [])
+  gin_files = [resolve_gin_file(path) for path in gin_files or []]
   gin_bindings = list(gin_bindings or [])
   _add_include_search_paths(gin_files)
   try:
