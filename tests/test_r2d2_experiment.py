@@ -7,6 +7,7 @@ burn-in 2 + trace 4 + 1), so each run takes seconds plus TF start-up.
 import functools
 import glob
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -498,6 +499,37 @@ class ThreeProcessTest(_TestCase):
                   errors_printed[0])
     self.assertIn(f'pid {first.pid}', errors_printed[0])
     self.assertIsNone(first.poll())
+
+  def test_sigterm_checkpoints_the_replay_server_and_ends_actors(self):
+    port = portpicker.pick_unused_port()
+    address = f'127.0.0.1:{port}'
+    root_dir = os.path.join(self.get_temp_dir(), 'stopped_roles')
+    checkpoint_dir = os.path.join(self.get_temp_dir(), 'replay_ckpt')
+    log_dir = tempfile.mkdtemp(dir=self.get_temp_dir())
+    gin_args = [f'--gin_file={self.gin_file}']
+    server = self._start('replay_server', [
+        f'--port={port}', f'--checkpoint_dir={checkpoint_dir}'] + gin_args,
+                         log_dir)
+    actor = self._start('actor', [
+        '--task=0', f'--replay_server={address}', f'--root_dir={root_dir}'] +
+                        gin_args, log_dir)
+    deadline = time.time() + 120
+    while 'waiting for the learner' not in self._log(log_dir, 'actor'):
+      self.assertIsNone(actor.poll(), self._log(log_dir, 'actor'))
+      self.assertLess(time.time(), deadline, self._log(log_dir, 'actor'))
+      time.sleep(0.2)
+    # Blocked in Reverb, waiting for weights no learner sends: Ctrl-C
+    # still ends it at once.
+    actor.send_signal(signal.SIGINT)
+    self.assertEqual(actor.wait(timeout=30), -signal.SIGINT)
+    server.send_signal(signal.SIGTERM)
+    self.assertEqual(server.wait(timeout=60), 128 + signal.SIGTERM,
+                     self._log(log_dir, 'replay_server'))
+    log = self._log(log_dir, 'replay_server')
+    self.assertNotIn('Traceback', log)
+    self.assertIn('Replay server stopped by SIGTERM; its tables were '
+                  f'checkpointed to {checkpoint_dir}', log)
+    self.assertLen(glob.glob(os.path.join(checkpoint_dir, '*', 'DONE')), 1)
 
   def test_bad_gin_binding_exits_with_code_2(self):
     result = subprocess.run(

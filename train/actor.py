@@ -12,6 +12,7 @@ Its summaries go to root_dir/actors/<task>.
 """
 
 import functools
+import signal
 
 from absl import app
 from absl import flags
@@ -43,6 +44,10 @@ flags.adopt_module_key_flags(console)  # and --verbose
 def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
+  # An actor holds nothing the run needs (its sequences under way are lost
+  # with any stop), so Ctrl-C ends it at once and quietly, as SIGTERM does,
+  # even while a Reverb call blocks (waiting for the learner's weights).
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
   r2d2.run_job(
       _GIN_FILES.value, _GIN_BINDINGS.value,
       functools.partial(r2d2.run_actor, task=_TASK.value,

@@ -44,7 +44,7 @@ def main(argv):
       _GIN_FILES.value, _GIN_BINDINGS.value,
       functools.partial(r2d2.make_replay_server, port=_PORT.value,
                         checkpoint_dir=_CHECKPOINT_DIR.value))
-  server.wait()
+  r2d2.serve_until_stopped(server, _CHECKPOINT_DIR.value)
 
 
 if __name__ == '__main__':

@@ -17,6 +17,7 @@ from tfa_explore.experiments.r2d2.builder import r2d2_agent_fn
 from tfa_explore.experiments.r2d2.builder import VARIABLES_TABLE
 from tfa_explore.experiments.r2d2.launcher import make_replay_server
 from tfa_explore.experiments.r2d2.launcher import run_job
+from tfa_explore.experiments.r2d2.launcher import serve_until_stopped
 from tfa_explore.experiments.r2d2.launcher import train_eval
 from tfa_explore.experiments.r2d2.learner import Learner
 from tfa_explore.experiments.r2d2.learner import run_learner

@@ -15,12 +15,14 @@ on tables, specs and schedules.
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from absl import logging
 import gin
+import reverb
 
 from tfa_explore import errors
 from tfa_explore.experiments import stop_signals
@@ -48,6 +50,26 @@ def make_replay_server(settings, port: Optional[int] = None,
   """
   return builder_lib.Builder(settings).make_replay_server(port,
                                                           checkpoint_dir)
+
+
+def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> None:
+  """Serves until SIGINT or SIGTERM; then checkpoints, stops, exits.
+
+  With `checkpoint_dir` the tables are checkpointed first, so a restarted
+  server restores what the actors wrote since the learner's last
+  checkpoint. Exits with 128 + the signal, after one line.
+  """
+  with stop_signals.StopSignals() as stop:
+    while not stop.requested:
+      time.sleep(0.5)  # Back in Python often enough to see a signal.
+  saved = ''
+  if checkpoint_dir is not None:
+    path = reverb.Client(f'localhost:{server.port}').checkpoint()
+    saved = f'; its tables were checkpointed to {path}'
+  server.stop()
+  logging.warning('Replay server stopped by %s%s.',
+                  signal.Signals(stop.signum).name, saved)
+  sys.exit(128 + stop.signum)
 
 
 def exit_when_orphaned(parent_pid: int, poll_seconds: float = 1.0) -> None:
