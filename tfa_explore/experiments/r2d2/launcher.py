@@ -244,7 +244,12 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
   """
   try:
     runner.parse_gin(gin_files, gin_bindings)
-    return job(settings_lib.from_gin())
+    settings = settings_lib.from_gin()
+    # The first line within seconds: building the agent and reaching the
+    # server take a while on a loaded machine.
+    name = getattr(job, 'func', job).__name__.replace('_', ' ')
+    logging.info('Starting: %s (gin: %s).', name, ' '.join(gin_files))
+    return job(settings)
   except errors.ConfigError as e:
     runner.exit_with_config_error(e)
   except stop_signals.RunStopped as e:
