@@ -534,12 +534,14 @@ def plan(jobs: Sequence[Job]) -> List[Job]:
 # --------------------------------------------------------------- scoring ---
 
 
-def collect_csvs(agent: Agent, bsuite_ids: Sequence[str],
-                 work_dir: str) -> Dict[str, str]:
+def collect_csvs(agent: Agent, bsuite_ids: Sequence[str], work_dir: str,
+                 num_episodes: Optional[int] = None) -> Dict[str, str]:
   """Copies the agent's bsuite CSV logs to <work_dir>/<agent>/csv/.
 
   Our runs' CSVs are (re)written from their journals first, so a run that
-  was killed is scored on what it logged.
+  was killed is scored on what it logged; with a budget note, cut at
+  `num_episodes` as the reference agents stop there (our envs end a few
+  episodes more in the iteration that reaches it).
 
   Returns:
     {bsuite id: CSV path} of the ids with a log.
@@ -553,7 +555,7 @@ def collect_csvs(agent: Agent, bsuite_ids: Sequence[str],
       path = os.path.join(directory, csv_name(bsuite_id))
     else:
       from tfa_explore.environments import bsuite as bsuite_env  # pylint: disable=g-import-not-at-top
-      bsuite_env.write_csv(directory)
+      bsuite_env.write_csv(directory, num_episodes)
       path = bsuite_env.csv_path(directory, bsuite_id)
     if os.path.isfile(path):
       found[bsuite_id] = path
@@ -686,7 +688,8 @@ def score(agents: Sequence[Agent], bsuite_ids: Sequence[str], work_dir: str,
   from bsuite.experiments import summary_analysis  # pylint: disable=g-import-not-at-top
   from bsuite.logging import csv_load  # pylint: disable=g-import-not-at-top
 
-  logged = {agent.name: collect_csvs(agent, bsuite_ids, work_dir)
+  logged = {agent.name: collect_csvs(agent, bsuite_ids, work_dir,
+                                     num_episodes)
             for agent in agents}
   results_dirs = {agent.name: os.path.join(work_dir, agent.name, CSV_DIR)
                   for agent in agents if logged[agent.name]}
