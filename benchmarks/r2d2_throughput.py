@@ -1,0 +1,136 @@
+r"""R2D2 against a stock TF-Agents recurrent DQN, side by side (issue 34).
+
+  .venv/bin/python benchmarks/r2d2_throughput.py \
+      [--gin_file=gin/r2d2/stateless_cartpole.gin] [--repeats=2] \
+      [--window_start=20000] [--window_end=60000]
+
+Peers, each a fresh process, interleaved (A B C A B C ...):
+* `ours`: train/train_eval.py on the gin file as shipped (its actor
+  process and learner), without evals or checkpoints in the window;
+* `stock`: benchmarks/stock_recurrent_dqn.py on the same gin file
+  (DqnAgent + QRnnNetwork, same sizes, batch and replay ratio) with
+  TensorFlow's default thread pools, and `stock 1 thread` with one intra-
+  and one inter-op thread; the better of the two per CPU-second is the
+  peer's best setting.
+
+A window runs from the first progress line at or past `--window_start` env
+steps to the first at or past `--window_end`: env steps over the CPU
+seconds of the whole process tree (psutil, sampled when each of the two
+lines appears) and over wall seconds. Start-up, replay warm-up and tracing
+fall before it. The table shows medians; the ratios are ours over each
+peer. The load average is printed before and after.
+"""
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+
+import common
+
+_GIN_FILE = flags.DEFINE_string('gin_file', 'gin/r2d2/stateless_cartpole.gin',
+                                'An R2D2 gin file.')
+_REPEATS = flags.DEFINE_integer('repeats', 2, 'Interleaved repeats.')
+_WINDOW_START = flags.DEFINE_integer('window_start', 20_000,
+                                     'Env steps where the window opens.')
+_WINDOW_END = flags.DEFINE_integer('window_end', 60_000,
+                                   'Env steps where the window closes.')
+_TIMEOUT = flags.DEFINE_float('timeout', 1200.0, 'Seconds per run.')
+
+_PROGRESS = re.compile(r'env steps ([\d,]+)/')
+
+
+def _commands(root_dir):
+  """label -> command line of each peer."""
+  budget = _WINDOW_END.value + 20_000
+  ours = common.train_eval_command(root_dir, _GIN_FILE.value, [
+      f'NUM_ENV_STEPS = {budget}',
+      'r2d2.Settings.eval_interval = 100000000',
+      'r2d2.Settings.checkpoint_interval = 100000000',
+      'r2d2.Settings.num_eval_episodes = 1',
+      'r2d2.Settings.log_interval = 10000'])
+  stock = [sys.executable,
+           os.path.join(common.REPO_ROOT, 'benchmarks',
+                        'stock_recurrent_dqn.py'),
+           f'--gin_file={_GIN_FILE.value}', f'--num_env_steps={budget}',
+           '--log_interval=10000']
+  return {'ours': ours, 'stock': stock,
+          'stock 1 thread': stock + ['--tf_threads=1']}
+
+
+def _steps(log_path):
+  with open(log_path) as f:
+    return [int(m.replace(',', '')) for m in _PROGRESS.findall(f.read())]
+
+
+def measure(command, log_path):
+  """(env steps per CPU-s, env steps per s) over the window of one run."""
+  with open(log_path, 'w') as log:
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                               cwd=common.REPO_ROOT)
+  marks = []
+  deadline = time.time() + _TIMEOUT.value
+  try:
+    for threshold in (_WINDOW_START.value, _WINDOW_END.value):
+      while True:
+        steps = [s for s in _steps(log_path) if s >= threshold]
+        if steps:
+          marks.append((steps[0], common.tree_cpu_seconds(process.pid),
+                        time.monotonic()))
+          break
+        if process.poll() is not None or time.time() > deadline:
+          with open(log_path) as f:
+            sys.exit(f'{" ".join(command)} ended or timed out before '
+                     f'{threshold} env steps:\n{f.read()[-3000:]}')
+        time.sleep(0.05)
+  finally:
+    subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
+    process.kill()
+    process.wait()
+  (steps0, cpu0, wall0), (steps1, cpu1, wall1) = marks
+  return (steps1 - steps0) / (cpu1 - cpu0), (steps1 - steps0) / (wall1 -
+                                                                  wall0)
+
+
+def main(argv):
+  del argv
+  print(f'load average before: {os.getloadavg()}', flush=True)
+  workdir = tempfile.mkdtemp(prefix='r2d2_throughput_')
+  results = {}
+  for repeat in range(_REPEATS.value):
+    for label, command in _commands(
+        os.path.join(workdir, f'ours_{repeat}')).items():
+      log_path = os.path.join(workdir,
+                              f'{label.replace(" ", "_")}_{repeat}.log')
+      per_cpu, per_second = measure(command, log_path)
+      results.setdefault(label, []).append((per_cpu, per_second))
+      print(f'  {label}, repeat {repeat}: {per_cpu:,.0f} env steps per '
+            f'CPU-s, {per_second:,.0f} per s', flush=True)
+  print(f'load average after: {os.getloadavg()}')
+  medians = {label: (statistics.median(v[0] for v in values),
+                     statistics.median(v[1] for v in values))
+             for label, values in results.items()}
+  print(f'\n{_GIN_FILE.value}, env steps {_WINDOW_START.value:,} to '
+        f'{_WINDOW_END.value:,}, medians of {_REPEATS.value}')
+  print('| loop | env steps / CPU-s | env steps / s |')
+  print('|---|---|---|')
+  for label, (per_cpu, per_second) in medians.items():
+    print(f'| {label} | {per_cpu:,.0f} | {per_second:,.0f} |')
+  best = max((label for label in medians if label != 'ours'),
+             key=lambda label: medians[label][0])
+  ours = medians['ours']
+  for label in medians:
+    if label != 'ours':
+      print(f'ours / {label}: {ours[0] / medians[label][0]:.2f} per CPU-s, '
+            f'{ours[1] / medians[label][1]:.2f} per s'
+            f'{" (the peer at its best setting)" if label == best else ""}')
+
+
+if __name__ == '__main__':
+  app.run(main)
