@@ -58,6 +58,17 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
     if self._num_epochs < 1:
       # PPOAgent accepts 0 and then trains nothing, reporting a loss of 0.
       raise ValueError(f'num_epochs must be >= 1, got {self._num_epochs}.')
+    # PPOAgent accepts these too, and then ascends or diverges.
+    for name, value, low, high in (
+        ('discount_factor', self._discount_factor, 0.0, 1.0),
+        ('lambda_value', self._lambda, 0.0, 1.0),
+        ('importance_ratio_clipping', self._importance_ratio_clipping, 0.0,
+         None),
+        ('entropy_regularization', self._entropy_regularization, 0.0, None),
+        ('value_pred_loss_coef', self._value_pred_loss_coef, 0.0, None)):
+      if value < low or (high is not None and value > high):
+        bounds = f'in [{low}, {high}]' if high is not None else f'>= {low}'
+        raise ValueError(f'{name} must be {bounds}, got {value}.')
     self._num_minibatches = int(num_minibatches)
 
   def _variables_to_train(self):

@@ -155,6 +155,12 @@ class R2D2Agent(tf_agent.TFAgent):
     if target_update_period < 1:
       raise ValueError(
           f'target_update_period must be >= 1, got {target_update_period}.')
+    for name, value in (
+        ('gamma', gamma),
+        ('importance_sampling_exponent', importance_sampling_exponent),
+        ('priority_max_weight', priority_max_weight)):
+      if not 0.0 <= value <= 1.0:
+        raise ValueError(f'{name} must be in [0, 1], got {value}.')
     self._q_network = q_network
     q_network.create_variables()
     self._target_q_network = common.maybe_copy_target_network_with_checks(

@@ -138,6 +138,9 @@ class Settings:
           'r2d2.Settings.max_actor_restarts and replay_retry_seconds must be '
           f'>= 0, got {self.max_actor_restarts} and '
           f'{self.replay_retry_seconds}.')
+    if self.priority_exponent < 0:
+      raise ValueError('r2d2.Settings.priority_exponent must be >= 0, got '
+                       f'{self.priority_exponent}.')
     if self.samples_per_insert <= 0:
       raise ValueError('r2d2.Settings.samples_per_insert must be > 0, got '
                        f'{self.samples_per_insert}.')
