@@ -22,42 +22,9 @@ from tfa_explore.environments import bsuite as bsuite_env
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
+import test_bsuite_sweep  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-# PPO on deep_sea/0 (size 10), as small as it runs.
-TINY_PPO_GIN = """
-import tfa_explore.environments.bsuite
-import tfa_explore.experiments.on_policy
-import tfa_explore.experiments.ppo
-import tfa_explore.experiments.runner
-
-run_experiment.experiment = @on_policy.train_eval
-on_policy.train_eval.env_loader = @bsuite.load
-bsuite.load.bsuite_id = 'bsuite/deep_sea/0'
-on_policy.train_eval.num_episodes = 7
-on_policy.train_eval.num_env_steps = 100000
-on_policy.train_eval.seed = 0
-on_policy.train_eval.num_envs = 2
-on_policy.train_eval.rollout_length = 10
-on_policy.train_eval.tf_threads = 1
-on_policy.train_eval.eval_interval = 100000
-on_policy.train_eval.num_eval_episodes = 3
-on_policy.train_eval.checkpoint_interval = 100000
-on_policy.train_eval.log_interval = 100000
-on_policy.train_eval.agent_fn = @ppo.ppo_clip_agent
-ppo.ppo_clip_agent.learning_rate = 1e-3
-ppo.ppo_clip_agent.num_epochs = 1
-ppo.ppo_clip_agent.importance_ratio_clipping = 0.2
-ppo.ppo_clip_agent.lambda_value = 0.95
-ppo.ppo_clip_agent.discount_factor = 0.99
-ppo.ppo_clip_agent.entropy_regularization = 0.0
-ppo.ppo_clip_agent.value_pred_loss_coef = 0.5
-ppo.ppo_clip_agent.normalize_observations = False
-ppo.ppo_clip_agent.normalize_rewards = False
-ppo.ppo_clip_agent.actor_fc_layers = (8,)
-ppo.ppo_clip_agent.value_fc_layers = (8,)
-"""
 
 
 def _episodes_in_journals(root_dir):
@@ -222,8 +189,10 @@ class RunTest(_TestCase):
     root_dir = os.path.join(self.get_temp_dir(), 'ppo')
     gin_file = os.path.join(self.get_temp_dir(), 'tiny_ppo.gin')
     with open(gin_file, 'w') as f:
-      f.write(TINY_PPO_GIN)
-    runner.run(root_dir, [gin_file], [])
+      f.write(test_bsuite_sweep.TINY_PPO_GIN)
+    # 3 evaluation episodes, so that journaling them would show.
+    runner.run(root_dir, [gin_file], [
+        'NUM_EPISODES = 7', 'on_policy.train_eval.num_eval_episodes = 3'])
     # 2 envs x 10 steps per iteration: one episode per env per iteration,
     # so the run stops after the 4th iteration (8 episodes >= 7).
     self.assertEqual(_episodes_in_journals(root_dir), 8)

@@ -196,21 +196,18 @@ def train_eval(
       if run_kit.crossed(previous_steps, current_steps, checkpoint_interval):
         checkpointer.save()
 
+  _close(collect_py_env)
+  # After the collect envs closed: their journals are complete.
+  run_kit.write_env_logs(run.root_dir, num_episodes)
   if stop.requested:
     # What the run did is kept; no final evaluation (the run did not end).
     if not checkpointer.saved_at(int(env_steps)):
       checkpointer.save()
-    _close(collect_py_env)
     evaluator.close()
-    run_kit.write_env_logs(run.root_dir, num_episodes)
     run.release()
     raise stop_signals.RunStopped(stop.signum, int(env_steps))
-  _close(collect_py_env)
-  final = run_kit.finish(evaluator, checkpointer, run, int(env_steps),
-                         last_eval)
-  # After the collect envs closed: their journals are complete.
-  run_kit.write_env_logs(run.root_dir, num_episodes)
-  return final
+  return run_kit.finish(evaluator, checkpointer, run, int(env_steps),
+                        last_eval)
 
 
 def _close(environment) -> None:

@@ -40,7 +40,7 @@ config are written to a temporary name and renamed (`utils.files`), so a
 killed run leaves the last complete checkpoint and export readable. Files
 can still be damaged after the fact (a full disk, a copy cut short): a
 resume reads every value of a checkpoint before restoring it and falls back
-to the next older one, leaving the damaged one where it is.
+to the next older one, moving the damaged one to checkpoints/damaged/.
 """
 
 import glob

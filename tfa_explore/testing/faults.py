@@ -269,13 +269,12 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
                  f'learner progress {learner_lead} env steps past its '
                  'checkpoint')
       roles.processes['learner'].send_signal(signal.SIGSTOP)
-      last_seen, checkpointed = progress_steps(), checkpoint_step(root_dir)
-      if last_seen >= checkpointed + learner_lead:
+      last_seen = progress_steps()
+      kill.at_env_step = checkpoint_step(root_dir)
+      if last_seen >= kill.at_env_step + learner_lead:
         break
       roles.processes['learner'].send_signal(signal.SIGCONT)
-      kill.at_env_step = checkpointed
     killed_at = time.monotonic()
-    kill.at_env_step = checkpointed
     roles.kill('learner')
     roles.start('learner')
     wait_until(lambda: roles.log('learner').count('First iteration done') >= 2,

@@ -13,6 +13,7 @@ Steps an actor took but had not reported when it died are not counted
 (at most `actor_update_period` per actor).
 """
 
+import contextlib
 import os
 import time
 
@@ -136,19 +137,18 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
   if not 0 <= task < settings.num_actors:
     raise ValueError(
         f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
-  if root_dir is None:
-    return _run_actor(settings, task, replay_server, root_dir, stop_event,
-                      incarnation)
-  # One process per task: a second actor with the same task (a copy-paste
-  # of a command) would repeat its epsilons and double-count its steps.
-  # The lock is the process's, so a restarted actor thread retakes it.
-  try:
-    lock = run_lock.RunLock(os.path.join(root_dir, ACTOR_DIR, str(task)))
-    lock.acquire()
-  except errors.RunDirectoryError as e:
-    raise errors.ConfigError(
-        f'Actor --task={task} of this run is already running: '
-        f'{errors.user_message(e)}') from e
+  lock = contextlib.nullcontext()
+  if root_dir is not None:
+    # One process per task: a second actor with the same task (a copy-paste
+    # of a command) would repeat its epsilons and double-count its steps.
+    # The lock is the process's, so a restarted actor thread retakes it.
+    try:
+      lock = run_lock.RunLock(
+          os.path.join(root_dir, ACTOR_DIR, str(task))).acquire()
+    except errors.RunDirectoryError as e:
+      raise errors.ConfigError(
+          f'Actor --task={task} of this run is already running: '
+          f'{errors.user_message(e)}') from e
   with lock:
     return _run_actor(settings, task, replay_server, root_dir, stop_event,
                       incarnation)

@@ -300,7 +300,6 @@ class Builder:
     # are random ops: under op determinism they need a global seed.
     tf.random.set_seed(self.settings.seed)
     _, agent = self.make_agent()
-    server_tables = self.make_tables(agent)
     server = tables.start_server(lambda: self.make_tables(agent), port,
                                  checkpoint_dir)
     client = reverb.Client(f'localhost:{server.port}')
@@ -317,7 +316,7 @@ class Builder:
                     for name, table in sorted(info.items())
                     if name != PROGRESS_TABLE))
     logging.info('Reverb server on port %d with tables %s.', server.port,
-                 [table.name for table in server_tables])
+                 list(info))
     return server
 
   def check_server(self, client: reverb.Client,

@@ -221,6 +221,7 @@ def train_eval(root_dir: str,
       checkpoint_dir=os.path.join(root_dir, REPLAY_CHECKPOINT_DIR))
   address = f'localhost:{server.port}'
   actors = ActorPool(settings, address, root_dir)
+  actors_seconds = settings.shutdown_timeout_seconds
   try:
     return learner_lib.run_learner(settings, address, root_dir, actors=actors)
   except stop_signals.RunStopped:
@@ -228,10 +229,10 @@ def train_eval(root_dir: str,
     # server goes first, so that an actor blocked at an insert gives up.
     actors.request_stop()
     server.stop()
-    actors.stop(_STOPPED_ACTORS_SECONDS)
+    actors_seconds = _STOPPED_ACTORS_SECONDS
     raise
   finally:
-    actors.stop(settings.shutdown_timeout_seconds)
+    actors.stop(actors_seconds)
     server.stop()
 
 

@@ -133,11 +133,9 @@ class Settings:
       errors.check_number(f'r2d2.Settings.{name}', getattr(self, name))
     errors.check_count('r2d2.Settings.max_actor_restarts',
                        self.max_actor_restarts, minimum=0)
-    if self.max_actor_restarts < 0 or self.replay_retry_seconds < 0:
-      raise ValueError(
-          'r2d2.Settings.max_actor_restarts and replay_retry_seconds must be '
-          f'>= 0, got {self.max_actor_restarts} and '
-          f'{self.replay_retry_seconds}.')
+    if self.replay_retry_seconds < 0:
+      raise ValueError('r2d2.Settings.replay_retry_seconds must be >= 0, '
+                       f'got {self.replay_retry_seconds}.')
     if self.priority_exponent < 0:
       raise ValueError('r2d2.Settings.priority_exponent must be >= 0, got '
                        f'{self.priority_exponent}.')
