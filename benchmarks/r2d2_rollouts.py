@@ -36,6 +36,7 @@ from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import losses
+from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner  # pylint: disable=unused-import
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
@@ -63,7 +64,7 @@ def restore_run(run_dir, checkpoint_name, with_optimizer=False):
   if isinstance(seed, gin.config.ConfigurableReference):  # %SEED
     seed = seed.scoped_configurable_fn()
   env = env_loader.scoped_configurable_fn(
-      seed=seed + run_kit.EVAL_SEED_OFFSET)
+      seed=seed + evaluation.EVAL_SEED_OFFSET)
   agent_fn = gin.query_parameter('r2d2.Settings.agent_fn')
   agent = agent_fn.scoped_configurable_fn(
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),

@@ -389,6 +389,7 @@ def child_components(repeats):
   from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import evaluation  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
 
@@ -454,7 +455,7 @@ def child_components(repeats):
       *flat)
   results['a trivial concrete function call (for scale)'] = per_step(
       lambda: [trivial(*flat) for _ in range(steps)])
-  numpy_policy = run_kit.NumpyPolicy(policy, num_envs)
+  numpy_policy = evaluation.NumpyPolicy(policy, num_envs)
   numpy_policy.action(time_step, ())
   results['collect policy called from Python (NumpyPolicy)'] = per_step(
       lambda: [numpy_policy.action(time_step, ()) for _ in range(steps)])

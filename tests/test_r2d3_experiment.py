@@ -27,7 +27,7 @@ from tfa_explore.testing import r2d3 as support  # pylint: disable=g-bad-import-
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import r2d3
-from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import runner
 from tfa_explore.replay import demonstrations
 from tfa_explore.replay import mixed_dataset
@@ -195,10 +195,10 @@ class SuccessRateTest(absltest.TestCase):
   def test_fraction_of_returns_above_the_threshold(self):
     # MiniGrid returns: 0 (timed out) or 1 - 0.9 t / T > 0 (goal reached).
     # 2 of 4 above 0 -> 0.5; a return equal to the threshold is no success.
-    self.assertEqual(run_kit.success_rate([0.0, 0.93, 0.0, 0.5], 0.0), 0.5)
-    self.assertEqual(run_kit.success_rate([1.0, 2.0], 1.0), 0.5)
+    self.assertEqual(evaluation.success_rate([0.0, 0.93, 0.0, 0.5], 0.0), 0.5)
+    self.assertEqual(evaluation.success_rate([1.0, 2.0], 1.0), 0.5)
     with self.assertRaisesRegex(ValueError, 'at least one episode'):
-      run_kit.success_rate([], 0.0)
+      evaluation.success_rate([], 0.0)
 
 
 @pytest.mark.integration

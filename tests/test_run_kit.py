@@ -28,6 +28,7 @@ from tf_agents.specs import tensor_spec
 
 from tfa_explore import errors
 from tfa_explore.experiments import r2d2
+from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import runner
 import test_r2d2_experiment
@@ -361,7 +362,7 @@ class EvaluatorTest(_TestCase):
     runner.parse_gin([gin_file], [])
     settings = r2d2.Settings()
     _, agent = r2d2.Builder(settings).make_agent()
-    evaluator = run_kit.Evaluator(agent.policy, settings.env_loader,
+    evaluator = evaluation.Evaluator(agent.policy, settings.env_loader,
                                   num_episodes=2, seed=0,
                                   success_threshold=20.5)
     self.addCleanup(evaluator.close)

@@ -32,6 +32,7 @@ from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
 from tfa_explore.experiments import metrics as loop_metrics
+from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import stop_signals
 from tfa_explore.utils import summaries
@@ -146,7 +147,7 @@ def train_eval(
   run.write_operative_config(step=env_steps)
   if not resumed and pre_training_fn is not None:
     pre_training_fn(agent=agent, environment=collect_py_env)
-  evaluator = run_kit.Evaluator(agent.policy, env_loader, num_eval_episodes,
+  evaluator = evaluation.Evaluator(agent.policy, env_loader, num_eval_episodes,
                                 seed, run.eval_writer,
                                 success_threshold=eval_success_threshold)
   collector = RolloutCollector(collect_py_env, agent.collect_policy,

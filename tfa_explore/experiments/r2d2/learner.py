@@ -37,6 +37,7 @@ import tensorflow as tf
 from tf_agents.utils import common
 
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
+from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import stop_signals
 from tfa_explore.experiments import run_lock
@@ -148,7 +149,7 @@ class Learner:
         num_episodes=num_episodes, **self._replay_state)
     self._checkpointer.restore()
     self.run_dir.write_operative_config(step=self.env_steps)
-    self._evaluator = run_kit.Evaluator(
+    self._evaluator = evaluation.Evaluator(
         self.agent.policy, settings.env_loader, settings.num_eval_episodes,
         settings.seed, self.run_dir.eval_writer,
         success_threshold=settings.eval_success_threshold)
