@@ -12,7 +12,7 @@ TEST_WORKERS ?= 2
 # VERBOSE=1: the binaries print everything TensorFlow and its libraries do.
 VERBOSE ?=
 
-.PHONY: train test test-fast install clean-venv
+.PHONY: train test test-fast wheel-check install clean-venv
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ test: $(STAMP)
 # Unit tests only, for iterating.
 test-fast: $(STAMP)
 	$(VPY) -m pytest tests -m "not slow and not integration" -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
+
+# The wheel in a fresh venv, run from outside the checkout (tools/wheel_check.sh).
+wheel-check:
+	PYTHON=$(PYTHON) bash tools/wheel_check.sh
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""One R2D2 actor of a multi-machine run.
 
   python train/actor.py --task=0 --replay_server=HOST:PORT \

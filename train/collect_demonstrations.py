@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""Records demonstration episodes for R2D3 into a demonstration file.
 
   python train/collect_demonstrations.py --output=demos/doorkey8x8.demo \

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""The R2D2 learner of a multi-machine run.
 
   python train/learner.py --replay_server=HOST:PORT \

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""Runs an R2D2 or R2D3 gin file on a Ray cluster, from its head node.
 
   pip install 'tfa_explore[ray]'

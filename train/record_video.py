@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""Records evaluation episodes of a trained policy as a GIF (or MP4).
 
   python train/record_video.py --root_dir=runs/ppo_cartpole \

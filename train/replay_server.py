@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""Serves the Reverb tables of a multi-machine R2D2 run.
 
   python train/replay_server.py --port=8000 \

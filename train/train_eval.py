@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 r"""Trains and evaluates the experiment a gin file binds.
 
   python train/train_eval.py --root_dir=runs/ppo_cartpole \
