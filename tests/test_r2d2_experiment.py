@@ -29,6 +29,7 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore import errors
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
+import test_console  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -415,8 +416,8 @@ class ErrorsTest(_TestCase):
 class ThreeProcessTest(_TestCase):
   """replay_server.py, learner.py and 2 x actor.py on loopback."""
 
-  def _start(self, name, args, log_dir):
-    log = open(os.path.join(log_dir, f'{name}.log'), 'w')
+  def _start(self, name, args, log_dir, log_name=None):
+    log = open(os.path.join(log_dir, f'{log_name or name}.log'), 'w')
     self.addCleanup(log.close)
     process = subprocess.Popen(
         [sys.executable, os.path.join(REPO_ROOT, 'train', f'{name}.py')] +
@@ -448,7 +449,8 @@ class ThreeProcessTest(_TestCase):
     for task in range(2):
       actors.append(self._start(
           'actor', [f'--task={task}', f'--replay_server={address}',
-                    f'--root_dir={root_dir}'] + gin_args, log_dir))
+                    f'--root_dir={root_dir}'] + gin_args, log_dir,
+          log_name=f'actor_{task}'))
     try:
       # A hang guard, not a speed test: on a loaded machine the three
       # processes share its cores with the rest of the suite.
@@ -457,11 +459,21 @@ class ThreeProcessTest(_TestCase):
       self.fail('learner did not finish in 900 s:\n' +
                 self._log(log_dir, 'learner'))
     self.assertEqual(learner_code, 0, self._log(log_dir, 'learner'))
-    for actor_process in actors:
+    for task, actor_process in enumerate(actors):
       # Actors stop on their own once the learner has published `finished`.
       self.assertEqual(actor_process.wait(timeout=60), 0,
-                       self._log(log_dir, 'actor'))
+                       self._log(log_dir, f'actor_{task}'))
     self.assertIsNone(server.poll())  # serves until killed
+    # Every binary's console holds our lines only, the first one printed
+    # before anything is built.
+    for name in ('replay_server', 'learner', 'actor_0', 'actor_1'):
+      with open(os.path.join(log_dir, f'{name}.log')) as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+      self.assertNotEmpty(lines, name)
+      self.assertEqual(
+          [line for line in lines if not test_console.OUR_LINE.match(line)],
+          [], f'{name} printed lines that are not ours')
+      self.assertIn('Starting', lines[0], name)
 
     train = read_events(os.path.join(root_dir, 'train'))
     self.assertGreaterEqual(int(train['Metrics/EnvironmentSteps'][-1][1]),

@@ -1,8 +1,10 @@
-"""tables.start_server: a damaged newest replay checkpoint does not block."""
+"""tables.start_server: a damaged newest replay checkpoint does not block;
+the previous one, kept beside Reverb's directory, is restored instead."""
 
 import os
 import shutil
 import tempfile
+import time
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -20,9 +22,18 @@ class StartServerTest(parameterized.TestCase):
   def _dir(self):
     path = tempfile.mkdtemp()
     self.addCleanup(shutil.rmtree, path, ignore_errors=True)
-    self.addCleanup(shutil.rmtree, path + tables.DAMAGED_SUFFIX,
-                    ignore_errors=True)
+    for suffix in (tables.DAMAGED_SUFFIX, tables.KEPT_SUFFIX):
+      self.addCleanup(shutil.rmtree, path + suffix, ignore_errors=True)
     return path
+
+  def _wait_until_kept(self, checkpoint_dir, path):
+    """Waits for the server's keeper to link `path` (it polls each second)."""
+    kept = os.path.join(checkpoint_dir + tables.KEPT_SUFFIX,
+                        os.path.basename(path), 'DONE')
+    deadline = time.monotonic() + 120  # a hang guard, not a timing check
+    while not os.path.exists(kept):
+      self.assertLess(time.monotonic(), deadline, f'{kept} never appeared')
+      time.sleep(0.1)
 
   def _checkpoint_with(self, checkpoint_dir, num_items):
     server = tables.start_server(_queue, None, checkpoint_dir)
@@ -66,6 +77,35 @@ class StartServerTest(parameterized.TestCase):
     client.insert([1], {'queue': 1.0})
     client.checkpoint()
     self.assertLen(tables.complete_checkpoints(checkpoint_dir), 1)
+
+  def test_the_previous_checkpoint_is_kept_and_restored(self):
+    checkpoint_dir = self._dir()
+    server = tables.start_server(_queue, None, checkpoint_dir)
+    client = reverb.Client(f'localhost:{server.port}')
+    for i in range(7):
+      client.insert([i], {'queue': 1.0})
+    first = client.checkpoint()
+    self._wait_until_kept(checkpoint_dir, first)
+    client.insert([7], {'queue': 1.0})
+    second = client.checkpoint()
+    self._wait_until_kept(checkpoint_dir, second)
+    server.stop()
+    # Reverb deleted the first; its kept links still hold it.
+    self.assertEqual(tables.complete_checkpoints(checkpoint_dir), [second])
+    self.assertLen(
+        tables.complete_checkpoints(checkpoint_dir + tables.KEPT_SUFFIX), 2)
+    with open(os.path.join(second, 'chunks.tfrecord'), 'r+b') as f:
+      f.write(b'\xff' * 32)
+    with self.assertLogs('absl', level='WARNING') as logs:
+      server = tables.start_server(_queue, None, checkpoint_dir)
+    self.addCleanup(server.stop)
+    (warning,) = logs.records
+    self.assertIn(f'Replay checkpoint {second} does not load',
+                  warning.getMessage())
+    self.assertIn('starts from the previous checkpoint', warning.getMessage())
+    self.assertIn(os.path.basename(first), warning.getMessage())
+    info = reverb.Client(f'localhost:{server.port}').server_info()
+    self.assertEqual(info['queue'].current_size, 7)
 
   def test_without_a_checkpoint_dir_errors_are_not_caught(self):
     with self.assertRaises(ValueError):

@@ -9,6 +9,8 @@ values, so a binding here could only be silently overridden.
 
 import glob
 import os
+import shutil
+import threading
 from typing import Callable, Dict, List, Optional, Sequence
 import uuid
 
@@ -41,8 +43,12 @@ def tf_client(server_address, purpose):
       shared_name=f'tfa_explore_{purpose}_{uuid.uuid4().hex}')
 
 
-# Next to a replay checkpoint directory: checkpoints that did not load.
+# Next to a replay checkpoint directory: checkpoints that did not load, and
+# hard links to the two newest complete ones (Reverb deletes all but its
+# newest at every save, so without them a damaged newest leaves nothing).
 DAMAGED_SUFFIX = '_damaged'
+KEPT_SUFFIX = '_kept'
+NUM_KEPT = 2
 
 
 def complete_checkpoints(checkpoint_dir: str) -> List[str]:
@@ -52,42 +58,129 @@ def complete_checkpoints(checkpoint_dir: str) -> List[str]:
                 glob.glob(os.path.join(checkpoint_dir, '*', 'DONE')))
 
 
+class CheckpointKeeper:
+  """Keeps the replay checkpoint before the newest, which Reverb deletes.
+
+  Reverb writes every checkpoint into a new directory, marks it complete
+  with `DONE`, then deletes the older ones. The keeper runs beside the
+  server (it sees the checkpoints wherever the learner that asks for them
+  runs) and hard-links the files of every complete checkpoint into
+  `<checkpoint_dir>_kept/<name>`, keeping the `NUM_KEPT` newest: no copy,
+  and Reverb never rewrites a file it wrote. `start_server` falls back to
+  them when the checkpoint directory has nothing that loads.
+  """
+
+  def __init__(self, checkpoint_dir: str, poll_seconds: float = 1.0):
+    self._checkpoint_dir = checkpoint_dir
+    self._kept_dir = checkpoint_dir + KEPT_SUFFIX
+    self._poll_seconds = poll_seconds
+    self._stop = threading.Event()
+    self._thread = threading.Thread(target=self._run, daemon=True,
+                                    name='replay_checkpoint_keeper')
+
+  def start(self) -> 'CheckpointKeeper':
+    self.keep()
+    self._thread.start()
+    return self
+
+  def stop(self) -> None:
+    self._stop.set()
+    if self._thread.is_alive():
+      self._thread.join()
+    self.keep()
+
+  def _run(self) -> None:
+    while not self._stop.wait(self._poll_seconds):
+      try:
+        self.keep()
+      except OSError as e:  # e.g. Reverb deleted one while it was linked
+        logging.warning('Replay checkpoint keeper: %s', e)
+
+  def keep(self) -> None:
+    """Links new complete checkpoints; drops all but the newest kept."""
+    for path in complete_checkpoints(self._checkpoint_dir):
+      kept = os.path.join(self._kept_dir, os.path.basename(path))
+      if os.path.exists(os.path.join(kept, 'DONE')):
+        continue
+      partial = kept + '.partial'
+      shutil.rmtree(partial, ignore_errors=True)
+      os.makedirs(partial)
+      for name in os.listdir(path):
+        os.link(os.path.join(path, name), os.path.join(partial, name))
+      os.replace(partial, kept)
+    for path in complete_checkpoints(self._kept_dir)[:-NUM_KEPT]:
+      shutil.rmtree(path, ignore_errors=True)
+
+
+def _move_aside(path: str, damaged_dir: str) -> str:
+  aside = os.path.join(damaged_dir, os.path.basename(path))
+  os.makedirs(damaged_dir, exist_ok=True)
+  shutil.rmtree(aside, ignore_errors=True)
+  os.replace(path, aside)
+  return aside
+
+
 def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
                  port: Optional[int],
                  checkpoint_dir: Optional[str]) -> reverb.Server:
-  """A Reverb server restoring the newest checkpoint in `checkpoint_dir`.
+  """A Reverb server restoring the newest checkpoint that loads.
 
-  A checkpoint that does not load (a damaged `tables.tfrecord` or
-  `chunks.tfrecord`: Reverb raises "corrupted record at 0") is moved to
-  `<checkpoint_dir>_damaged/` with a WARNING naming it, and the server
-  starts from the next older complete one, else with empty tables, which
-  the actors refill. Reverb keeps only its newest checkpoint, so usually
-  there is no older one. `make_tables` builds the tables for each attempt
-  (a failed server may keep the ones it was given).
+  The newest complete checkpoint in `checkpoint_dir` is tried first, then
+  the ones `CheckpointKeeper` kept. One that does not load (a damaged
+  `tables.tfrecord` or `chunks.tfrecord`: Reverb raises "corrupted record
+  at 0") is moved to `<checkpoint_dir>_damaged/` with a WARNING naming it
+  and what the server starts from instead: the previous checkpoint, else
+  empty tables, which the actors refill. It never refuses to start for a
+  damaged checkpoint. `make_tables` builds the tables for each attempt (a
+  failed server may keep the ones it was given). With `checkpoint_dir`, a
+  `CheckpointKeeper` runs beside the server for as long as the process.
   """
+  if checkpoint_dir is None:
+    return reverb.Server(make_tables(), port=port)
+  damaged_dir = checkpoint_dir + DAMAGED_SUFFIX
+  kept_dir = checkpoint_dir + KEPT_SUFFIX
   while True:
-    checkpointer = None
-    if checkpoint_dir is not None:
-      checkpointer = reverb.checkpointers.DefaultCheckpointer(checkpoint_dir)
+    newest = complete_checkpoints(checkpoint_dir)
+    kept = complete_checkpoints(kept_dir)
+    # Reverb reads `checkpoint_dir` first, the fallback only if it is empty.
+    fallback = kept[-1] if kept and not newest else None
+    attempt = newest[-1] if newest else fallback
+    checkpointer = reverb.checkpointers.DefaultCheckpointer(
+        checkpoint_dir, fallback_checkpoint_path=fallback)
     try:
-      return reverb.Server(make_tables(), port=port,
-                           checkpointer=checkpointer)
+      server = reverb.Server(make_tables(), port=port,
+                             checkpointer=checkpointer)
     except RuntimeError as e:
-      candidates = (complete_checkpoints(checkpoint_dir)
-                    if checkpoint_dir is not None else [])
-      if not candidates:
+      if attempt is None:
         raise
-      damaged = candidates[-1]
-      aside = os.path.join(checkpoint_dir + DAMAGED_SUFFIX,
-                           os.path.basename(damaged))
-      os.makedirs(os.path.dirname(aside), exist_ok=True)
-      os.replace(damaged, aside)
-      older = ('the next older one' if len(candidates) > 1
-               else 'empty tables, which the actors refill')
+      aside = _move_aside(attempt, damaged_dir)
+      # A kept link of the same checkpoint shares its damaged files.
+      shutil.rmtree(os.path.join(kept_dir, os.path.basename(attempt)),
+                    ignore_errors=True)
+      remaining = (complete_checkpoints(checkpoint_dir) +
+                   complete_checkpoints(kept_dir))
+      then = (f'the previous checkpoint, {remaining[-1]}' if remaining else
+              'empty tables (every item and the rate limiters\' counts '
+              'are lost; the actors refill them)')
       logging.warning(
           'Replay checkpoint %s does not load (%s); moved to %s. The replay '
-          'server starts from %s.', damaged, str(e).strip().splitlines()[0],
-          aside, older)
+          'server starts from %s.', attempt, str(e).strip().splitlines()[0],
+          aside, then)
+      continue
+    _start_keeper(checkpoint_dir)
+    return server
+
+
+_KEEPERS: Dict[str, CheckpointKeeper] = {}
+_KEEPERS_LOCK = threading.Lock()
+
+
+def _start_keeper(checkpoint_dir: str) -> None:
+  """One keeper per directory and process (a restarted server reuses it)."""
+  key = os.path.abspath(checkpoint_dir)
+  with _KEEPERS_LOCK:
+    if key not in _KEEPERS:
+      _KEEPERS[key] = CheckpointKeeper(checkpoint_dir).start()
 
 
 def table_sizes(client: reverb.Client) -> Dict[str, int]:
