@@ -1,10 +1,13 @@
 """The R2D2 roles as Ray actors on a local Ray cluster (loopback).
 
-Slow: a local cluster, the replay server, the learner and 2 actors as Ray
-actors on the tiny Counting-v0 config; one actor process is SIGKILLed and
-Ray restarts it; the run reaches its budget.
+The resource check, without Ray. Slow: a local cluster, the replay
+server, the learner and 2 actors as Ray actors on the tiny Counting-v0
+config; one actor process is SIGKILLed and Ray restarts it (counted in
+`Actors/restarts`); the run reaches its budget and the roles' logs hold
+our progress lines.
 """
 
+import glob
 import os
 import signal
 import threading
@@ -13,11 +16,46 @@ import time
 import pytest
 import ray
 
+from absl.testing import absltest
+
+from tfa_explore import errors
 from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import ray_launcher
 from tfa_explore.testing import faults
 
 import test_r2d2_experiment as r2d2_tests  # the tiny gin file
+
+
+class CheckResourcesTest(absltest.TestCase):
+
+  class _Settings:
+    num_actors = 16
+
+  def _check(self, cluster, head, **requests):
+    resources = ray_launcher.RayResources(**requests)
+    ray_launcher.check_resources(self._Settings(), resources, cluster, head)
+
+  def test_a_cluster_that_holds_every_role_passes(self):
+    self._check({'CPU': 18.0}, {'CPU': 2.0})
+    self._check({'CPU': 2.0}, {'CPU': 2.0}, actor_num_cpus=0.1,
+                replay_server_num_cpus=0.2, learner_num_cpus=0.2)
+
+  def test_too_few_cpus_for_the_actors(self):
+    with self.assertRaisesRegex(
+        errors.ConfigError, r'The Ray cluster has 2 CPUs; this run needs 18 '
+        r'\(replay server 1 \+ learner 1 \+ 16 actors x 1\).*'
+        r'r2d2.Settings.num_actors'):
+      self._check({'CPU': 2.0}, {'CPU': 2.0})
+
+  def test_too_few_cpus_on_the_head_node(self):
+    with self.assertRaisesRegex(errors.ConfigError,
+                                'The Ray head node has 1 CPUs; the replay '
+                                'server and the learner need 2 there'):
+      self._check({'CPU': 40.0}, {'CPU': 1.0})
+
+  def test_a_gpu_the_head_node_lacks(self):
+    with self.assertRaisesRegex(errors.ConfigError, 'learner_num_gpus = 1'):
+      self._check({'CPU': 40.0}, {'CPU': 4.0}, learner_num_gpus=1.0)
 
 
 @pytest.mark.slow
@@ -42,7 +80,11 @@ class RayLauncherTest(r2d2_tests._TestCase):  # pylint: disable=protected-access
     thread.start()
     self.addCleanup(lambda: ray.is_initialized() and ray.shutdown())
     deadline = time.time() + 300
+    logs_dir = None
     while faults.checkpoint_step(root_dir) < 150:
+      if logs_dir is None and ray.is_initialized():
+        # Where Ray keeps the workers' output (it outlives the cluster).
+        logs_dir = ray._private.worker._global_node.get_logs_dir_path()  # pylint: disable=protected-access
       self.assertLess(time.time(), deadline, 'no learner checkpoint')
       self.assertTrue(thread.is_alive(), errors)
       time.sleep(0.5)
@@ -64,3 +106,12 @@ class RayLauncherTest(r2d2_tests._TestCase):  # pylint: disable=protected-access
     self.assertEqual(results['AverageReturn'], 21.0)  # Counting-v0, 6 steps
     self.assertTrue(os.path.isdir(
         os.path.join(root_dir, 'replay_checkpoints')))
+    train = r2d2_tests.read_events(os.path.join(root_dir, 'train'))
+    self.assertGreaterEqual(train['Actors/restarts'][-1][1], 1)
+    output = ''
+    for path in glob.glob(os.path.join(logs_dir, 'worker-*')):
+      with open(path, errors='replace') as f:
+        output += f.read()
+    self.assertRegex(output, r'\d\d:\d\d:\d\d env steps [\d,]+/900')
+    self.assertIn('restart 1', output)  # the actor's seeds line
+    self.assertNotIn('I tensorflow/', output)

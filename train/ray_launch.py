@@ -14,8 +14,11 @@ Without --ray_address a local Ray cluster is started for the run.
 Running the same command again resumes, as train/train_eval.py does.
 """
 
+import sys
+
 from absl import app
 from absl import flags
+from absl import logging
 
 from tfa_explore.experiments import console
 
@@ -40,8 +43,11 @@ def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
   try:
+    logging.info('Starting: the R2D2 roles on Ray (gin: %s).',
+                 ' '.join(_GIN_FILES.value))
     runner.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
-    ray_launcher.train_eval(_ROOT_DIR.value, _RAY_ADDRESS.value)
+    ray_launcher.train_eval(_ROOT_DIR.value, _RAY_ADDRESS.value,
+                            verbose=console.verbose_requested(sys.argv))
   except errors.ConfigError as e:
     runner.exit_with_config_error(e)
 

@@ -307,3 +307,18 @@ def configure(module_name: str, argv: Optional[Sequence[str]] = None) -> bool:
     return False
   quiet(filter_stderr=module_name == '__main__')
   return True
+
+
+def quiet_worker() -> None:
+  """`quiet` for a worker process another program starts (Ray's).
+
+  Ray's `worker_process_setup_hook`: it runs before the worker imports a
+  role's module (and with it TensorFlow and gym). Our records are logged
+  at INFO as in a binary; Ray's own deprecation warnings are dropped.
+  """
+  quiet(our_dirs=our_directories()[:1])  # the worker's main module is Ray's
+  warnings.filterwarnings('ignore', module=r'ray(\.|$)')
+  # absl prints "Logging before flag parsing" once for a process whose
+  # flags were never parsed; a worker has none of its own.
+  flags.FLAGS.mark_as_parsed()
+  absl_logging.set_verbosity(absl_logging.INFO)

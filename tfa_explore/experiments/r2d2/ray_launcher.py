@@ -12,17 +12,24 @@ The three roles of `train/replay_server.py`, `train/learner.py` and
 Ray restarts a role whose process dies (`max_restarts`) and calls its
 `run` again (`max_task_retries`): a restarted replay server restores its
 tables, a restarted learner resumes from its checkpoint, a restarted actor
-seeds its envs anew; the others ride out the gap (`retry.ServerWait`).
-Every role parses the same gin config, so they agree on every setting as
-the binaries do. The Ray cluster's own failures (the head node, GCS) are
-Ray's to handle, not ours.
+takes its incarnation from a `RestartCounter` on the head node and seeds
+its envs from it (the learner writes the count as `Actors/restarts`); the
+others ride out the gap (`retry.ServerWait`). Every role parses the same
+gin config, so they agree on every setting as the binaries do. The Ray
+cluster's own failures (the head node, GCS) are Ray's to handle, not ours.
 
 Resources per role are gin settings (`r2d2.RayResources.*`); they are
 Ray's logical resources, so a local cluster (no `--ray_address`) gets as
-many logical CPUs as the roles ask for.
+many logical CPUs as the roles ask for, and a run on a cluster that cannot
+hold every role at once is refused before any role starts
+(`check_resources`): Ray would otherwise wait for them without a word.
+
+Every role's process logs as the binaries do (`console`): our lines, which
+Ray forwards to the launching terminal with the role's name in front.
 """
 
 import dataclasses
+import logging as python_logging
 import math
 import os
 import time
@@ -34,6 +41,8 @@ import portpicker
 import ray
 from ray.util import scheduling_strategies
 
+from tfa_explore import errors
+from tfa_explore.experiments import console
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import launcher
@@ -61,6 +70,54 @@ class RayResources:
   max_restarts: int = -1
 
 
+def check_resources(settings: settings_lib.Settings,
+                    resources: RayResources,
+                    cluster: Dict[str, float],
+                    head_node: Dict[str, float]) -> None:
+  """Raises ConfigError unless the cluster can run every role at once.
+
+  Args:
+    settings: the run's settings (`num_actors`).
+    resources: what each role asks for.
+    cluster: `ray.cluster_resources()`, the whole cluster's totals.
+    head_node: the head node's totals (the server and the learner run
+      there).
+  """
+  fix = ('lower r2d2.Settings.num_actors or the r2d2.RayResources '
+         'requests, or start Ray with more logical CPUs (ray start '
+         '--num-cpus=N: they may exceed the cores)')
+  head_cpus = resources.replay_server_num_cpus + resources.learner_num_cpus
+  total_cpus = head_cpus + settings.num_actors * resources.actor_num_cpus
+  if head_node.get('CPU', 0.0) < head_cpus:
+    raise errors.ConfigError(
+        f'The Ray head node has {head_node.get("CPU", 0.0):g} CPUs; the '
+        f'replay server and the learner need {head_cpus:g} there '
+        f'(r2d2.RayResources.replay_server_num_cpus = '
+        f'{resources.replay_server_num_cpus:g}, learner_num_cpus = '
+        f'{resources.learner_num_cpus:g}): {fix}.')
+  if cluster.get('CPU', 0.0) < total_cpus:
+    raise errors.ConfigError(
+        f'The Ray cluster has {cluster.get("CPU", 0.0):g} CPUs; this run '
+        f'needs {total_cpus:g} (replay server '
+        f'{resources.replay_server_num_cpus:g} + learner '
+        f'{resources.learner_num_cpus:g} + {settings.num_actors} actors x '
+        f'{resources.actor_num_cpus:g}), and Ray would wait for them '
+        f'without a word: {fix}.')
+  if head_node.get('GPU', 0.0) < resources.learner_num_gpus:
+    raise errors.ConfigError(
+        f'r2d2.RayResources.learner_num_gpus = '
+        f'{resources.learner_num_gpus:g}, but the Ray head node has '
+        f'{head_node.get("GPU", 0.0):g} GPUs.')
+
+
+def _head_node_resources() -> Dict[str, float]:
+  node_id = ray.get_runtime_context().get_node_id()
+  for node in ray.nodes():
+    if node['NodeID'] == node_id:
+      return node['Resources']
+  return {}
+
+
 def _settings_from(config_str: str):
   # The config string starts with the gin file's imports, which register
   # every configurable it names.
@@ -68,10 +125,43 @@ def _settings_from(config_str: str):
   return settings_lib.from_gin()
 
 
+class RestartCounter:
+  """Counts each actor task's restarts; lives on the head node."""
+
+  def __init__(self, num_actors: int):
+    self._restarts = [0] * num_actors
+
+  def restarted(self, task: int) -> int:
+    """Counts a restart of `task`; its incarnation (1 for the first)."""
+    self._restarts[task] += 1
+    return self._restarts[task]
+
+  def total(self) -> int:
+    return sum(self._restarts)
+
+
+class _RayActors:
+  """What the learner asks of an actor pool (`launcher.ActorPool`), for
+  actors Ray restarts: the restart count only."""
+
+  def __init__(self, counter):
+    self._counter = counter
+
+  @property
+  def restarts(self) -> int:
+    return ray.get(self._counter.total.remote())
+
+  def check(self) -> None:
+    pass
+
+
 class _Role:
   """A Ray actor that runs one role from the run's gin config."""
 
   def __init__(self, config_str: str):
+    # Our records reach the console at INFO (progress lines), also with
+    # --verbose, which skips `console.quiet_worker`.
+    logging.set_verbosity(logging.INFO)
     self.settings = _settings_from(config_str)
 
   def pid(self) -> int:
@@ -91,17 +181,21 @@ class ReplayServerRole(_Role):
 
 class LearnerRole(_Role):
 
-  def run(self, replay_server: str, root_dir: str) -> Dict[str, float]:
-    return learner_lib.run_learner(self.settings, replay_server, root_dir)
+  def run(self, replay_server: str, root_dir: str,
+          restart_counter) -> Dict[str, float]:
+    return learner_lib.run_learner(self.settings, replay_server, root_dir,
+                                   actors=_RayActors(restart_counter))
 
 
 class ActorRole(_Role):
 
-  def run(self, task: int, replay_server: str, root_dir: str) -> int:
+  def run(self, task: int, replay_server: str, root_dir: str,
+          restart_counter) -> int:
     # A restarted actor (same task, so the same epsilons) seeds its envs
-    # anew: Ray does not tell which restart this is, the new pid differs.
-    context = ray.get_runtime_context()
-    incarnation = os.getpid() if context.was_current_actor_reconstructed else 0
+    # from its incarnation, as `launcher.ActorPool`'s do.
+    incarnation = 0
+    if ray.get_runtime_context().was_current_actor_reconstructed:
+      incarnation = ray.get(restart_counter.restarted.remote(task))
     return actor_lib.run_actor(self.settings, task, replay_server, root_dir,
                                incarnation=incarnation)
 
@@ -114,8 +208,8 @@ def _head_node_strategy():
 
 def train_eval(root_dir: str, ray_address: Optional[str] = None,
                settings: Optional[settings_lib.Settings] = None,
-               resources: Optional[RayResources] = None
-               ) -> Dict[str, float]:
+               resources: Optional[RayResources] = None,
+               verbose: bool = False) -> Dict[str, float]:
   """Runs the gin-configured R2D2/R2D3 experiment on a Ray cluster.
 
   Args:
@@ -125,9 +219,14 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
       starts a local one with the logical CPUs the roles ask for.
     settings: the run's `Settings`; None builds them from gin.
     resources: `RayResources`; None builds them from gin.
+    verbose: the roles log everything TensorFlow and Ray do, as the
+      binaries' --verbose.
 
   Returns:
     The learner's final evaluation.
+
+  Raises:
+    errors.ConfigError: the cluster cannot hold every role at once.
   """
   settings = settings or settings_lib.from_gin()
   resources = resources or RayResources()
@@ -135,13 +234,24 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
   config_str = gin.config_str()
   started_here = not ray.is_initialized()
   if started_here:
+    # Every worker quiets its console before it imports a role's module.
+    quiet = {} if verbose else dict(
+        logging_level=python_logging.ERROR,
+        runtime_env={'worker_process_setup_hook': console.quiet_worker})
     if ray_address is None:
       num_cpus = math.ceil(resources.replay_server_num_cpus +
                            resources.learner_num_cpus +
                            settings.num_actors * resources.actor_num_cpus)
-      ray.init(num_cpus=num_cpus, include_dashboard=False)
+      ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
     else:
-      ray.init(address=ray_address)
+      ray.init(address=ray_address, **quiet)
+  try:
+    check_resources(settings, resources, ray.cluster_resources(),
+                    _head_node_resources())
+  except errors.ConfigError:
+    if started_here:
+      ray.shutdown()
+    raise
   root_dir = os.path.abspath(root_dir)
   os.makedirs(root_dir, exist_ok=True)
   port = portpicker.pick_unused_port()
@@ -154,6 +264,9 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
       scheduling_strategy=_head_node_strategy(), **restarts).remote(
           config_str, port,
           os.path.join(root_dir, launcher.REPLAY_CHECKPOINT_DIR))
+  counter = ray.remote(RestartCounter).options(
+      name='r2d2_restart_counter', num_cpus=0,
+      scheduling_strategy=_head_node_strategy()).remote(settings.num_actors)
   actors = []
   learner = None
   try:
@@ -170,9 +283,9 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
             name=f'r2d2_actor_{task}', num_cpus=resources.actor_num_cpus,
             **restarts).remote(config_str)
         for task in range(settings.num_actors)]
-    actor_runs = [actor.run.remote(task, address, root_dir)
+    actor_runs = [actor.run.remote(task, address, root_dir, counter)
                   for task, actor in enumerate(actors)]
-    result = ray.get(learner.run.remote(address, root_dir))
+    result = ray.get(learner.run.remote(address, root_dir, counter))
     # Actors stop once they read `finished` at their next weight pull.
     _, pending = ray.wait(actor_runs, num_returns=len(actor_runs),
                           timeout=settings.shutdown_timeout_seconds)
@@ -181,7 +294,7 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
                       len(pending), settings.shutdown_timeout_seconds)
     return result
   finally:
-    for handle in actors + [learner, server]:
+    for handle in actors + [learner, server, counter]:
       if handle is not None:
         ray.kill(handle, no_restart=True)
     if started_here:
