@@ -9,10 +9,12 @@ import tempfile
 from absl.testing import absltest
 import cv2
 import gin
+import numpy as np
 from PIL import Image
 import pytest
 
 from tfa_explore.experiments import runner
+from tfa_explore.utils import video
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(REPO_ROOT, 'train', 'record_video.py')
@@ -53,23 +55,33 @@ class RecordVideoTest(absltest.TestCase):
     result = self.record(f'--output={output}', '--num_episodes=2', '--fps=50')
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     self.assertEqual(result.stdout.strip(), output)
-    steps = [int(line.rsplit(' ', 2)[-2]) for line in result.stderr.splitlines()
-             if 'Episode ' in line and ' steps.' in line]
-    self.assertLen(steps, 2)
+    lines = result.stderr.splitlines()
+    # Our lines only: the first one early, one per episode as it is
+    # written; no ALSA lines from pygame's audio start (SDL_AUDIODRIVER).
+    self.assertIn(' Starting: 2 episode(s) of ', lines[0])
+    self.assertNotIn('ALSA', result.stderr)
+    episodes = [line for line in lines if ' Episode ' in line]
+    self.assertLen(episodes, 2)
+    self.assertIn(' Episode 1/2: ', episodes[0])
+    self.assertIn(' Episode 2/2: ', episodes[1])
+    self.assertIn('(seed 1).', episodes[1])
+    frames = [int(line.split(': ')[1].split(' frames')[0])
+              for line in episodes]
+    self.assertFalse(os.path.exists(
+        os.path.join(self.root_dir, 'videos', 'two.partial.gif')))
     with Image.open(output) as gif:
       self.assertEqual(gif.format, 'GIF')
       # CartPole's rgb_array frames are 600x400.
       self.assertEqual(gif.size, (600, 400))
-      # Each episode: reset frame + one per step; 16 separator frames (50
-      # fps // 3), 20 ms each. Pillow merges identical consecutive frames
-      # (adding up their durations), so count time, not frames.
-      expected_frames = sum(steps) + 2 + 16
-      self.assertGreater(gif.n_frames, 2)
+      # One GIF frame per frame written (identical ones too): each
+      # episode's reset frame and one per step, and 16 separator frames
+      # (50 fps // 3), 20 ms each.
+      self.assertEqual(gif.n_frames, sum(frames) + 16)
       total_ms = 0
       for index in range(gif.n_frames):
         gif.seek(index)
         total_ms += gif.info['duration']
-      self.assertEqual(total_ms, 20 * expected_frames)
+      self.assertEqual(total_ms, 20 * gif.n_frames)
 
   def test_mp4(self):
     output = os.path.join(self.root_dir, 'videos', 'one.mp4')
@@ -93,6 +105,61 @@ class RecordVideoTest(absltest.TestCase):
         text=True, timeout=300, cwd=REPO_ROOT, check=False)
     self.assertEqual(result.returncode, 2)
     self.assertIn('operative_config.gin not found', result.stderr)
+
+
+class WriterTest(absltest.TestCase):
+  """The streaming writers, on made-up frames."""
+
+  def make_dir(self):
+    # Not create_tempdir: it needs absl's flags parsed, which pytest skips.
+    directory = tempfile.mkdtemp(prefix='tfa_explore_writer_')
+    self.addCleanup(shutil.rmtree, directory, ignore_errors=True)
+    return directory
+
+  def frames(self, count):
+    """`count` 40x60 frames, a bar moving right; the last two identical."""
+    for index in range(count):
+      frame = np.full((40, 60, 3), 255, dtype=np.uint8)
+      frame[10:30, 5 * min(index, count - 2):][:, :8] = (200, 30, 10)
+      yield frame
+
+  def test_gif_frames_and_pixels(self):
+    path = os.path.join(self.make_dir(), 'a', 'bars.gif')
+    written = list(self.frames(6))
+    self.assertEqual(video.write_video(iter(written), path, fps=25), path)
+    with Image.open(path) as gif:
+      self.assertEqual(gif.n_frames, 6)
+      self.assertEqual(gif.info['loop'], 0)
+      for index, expected in enumerate(written):
+        gif.seek(index)
+        self.assertEqual(gif.info['duration'], 40)
+        np.testing.assert_array_equal(np.asarray(gif.convert('RGB')),
+                                      expected)
+
+  def test_mp4_frame_count(self):
+    path = os.path.join(self.make_dir(), 'bars.mp4')
+    video.write_video(self.frames(5), path, fps=10)
+    capture = cv2.VideoCapture(path)
+    try:
+      self.assertEqual(int(capture.get(cv2.CAP_PROP_FRAME_COUNT)), 5)
+    finally:
+      capture.release()
+
+  def test_failure_leaves_no_file(self):
+    directory = self.make_dir()
+    path = os.path.join(directory, 'broken.gif')
+    with self.assertRaisesRegex(ValueError, 'Frame of shape'):
+      with video.open_video(path, fps=10) as writer:
+        writer.write(np.zeros((4, 4, 3), np.uint8))
+        writer.write(np.zeros((5, 4, 3), np.uint8))
+    with self.assertRaisesRegex(ValueError, 'No frames'):
+      video.write_video([], path, fps=10)
+    self.assertEqual(os.listdir(directory), [])
+
+  def test_fps_must_be_positive(self):
+    with self.assertRaisesRegex(ValueError, 'fps must be positive'):
+      video.write_video(self.frames(2), os.path.join(
+          self.make_dir(), 'x.gif'), fps=0)
 
 
 if __name__ == '__main__':

@@ -7,7 +7,9 @@ r"""Records evaluation episodes of a trained policy as a GIF (or MP4).
 Rebuilds the run's environment from root_dir/operative_config.gin (the
 experiment's `env_loader` binding, with render_mode='rgb_array') and plays
 root_dir/policies/greedy_policy. An --output ending in .mp4 is written with
-opencv's mp4v encoder; anything else is an animated GIF.
+opencv's mp4v encoder; anything else is an animated GIF. Frames go to the
+file as they are rendered (memory does not grow with episode length), and
+one line per episode reports its frames and return.
 """
 
 import os
@@ -21,9 +23,15 @@ from tfa_explore.experiments import console
 
 console.configure(__name__)  # before TensorFlow loads: see console
 
+# Rendering envs with pygame (gymnasium's classic control) calls
+# pygame.init(), which opens SDL's audio device too: on a machine without a
+# sound card libasound printed 8 "ALSA lib ..." lines per episode. SDL reads
+# SDL_AUDIODRIVER when audio starts; 'dummy' is its silent driver. The
+# user's own setting wins.
+os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
+
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import gin
-import numpy as np
 import tensorflow as tf
 
 from tfa_explore.experiments import run_kit
@@ -37,13 +45,17 @@ _ROOT_DIR = flags.DEFINE_string(
 _OUTPUT = flags.DEFINE_string(
     'output', None, 'Video file (.gif or .mp4); default '
     'root_dir/videos/greedy_policy.gif.')
-_NUM_EPISODES = flags.DEFINE_integer('num_episodes', 3, 'Episodes recorded.')
+_NUM_EPISODES = flags.DEFINE_integer('num_episodes', 3, 'Episodes recorded.',
+                                     lower_bound=1)
 _POLICY = flags.DEFINE_string(
     'policy', run_kit.GREEDY_POLICY,
     'Export under root_dir/policies to play (greedy_policy or '
     'collect_policy).')
 _SEED = flags.DEFINE_integer('seed', 0, 'Env seed of the first episode.')
 _FPS = flags.DEFINE_float('fps', 30.0, 'Frames per second of the video.')
+flags.register_validator('fps', lambda fps: fps > 0,
+                         message='--fps must be positive.')
+flags.adopt_module_key_flags(console)  # --help lists --verbose
 
 
 def load_env_loader(root_dir: str):
@@ -61,21 +73,28 @@ def load_env_loader(root_dir: str):
 
 def record(root_dir: str, output: str, num_episodes: int, policy_name: str,
            seed: int, fps: float) -> str:
+  """Plays `num_episodes` episodes of the run's policy into `output`.
+
+  Episode i uses env seed `seed + i`; fps // 3 black frames (at least one)
+  separate episodes. Logs one line per episode as it is written.
+
+  Returns:
+    The path written.
+  """
   env_loader = load_env_loader(root_dir)
   policy_path = files.previous_export(
       os.path.join(root_dir, run_kit.POLICY_DIR, policy_name))
   policy = tf.saved_model.load(policy_path)
-  episodes = video.render_episodes(policy, env_loader, num_episodes, seed)
-  for i, frames in enumerate(episodes):
-    logging.info('Episode %d: %d steps.', i, len(frames) - 1)
-  # A few black frames separate episodes.
-  gap = [np.zeros_like(episodes[0][0])] * max(1, int(fps // 3))
-  frames = []
-  for i, episode in enumerate(episodes):
-    if i:
-      frames.extend(gap)
-    frames.extend(episode)
-  return video.write_video(frames, output, fps)
+  with video.open_video(output, fps) as writer:
+    for i in range(num_episodes):
+      if i:
+        writer.write_blank(max(1, int(fps // 3)))
+      episode = video.record_episode(policy, env_loader, seed + i,
+                                     writer.write)
+      logging.info('Episode %d/%d: %d frames, return %.1f (seed %d).', i + 1,
+                   num_episodes, episode.num_frames, episode.episode_return,
+                   seed + i)
+  return output
 
 
 def main(argv):
@@ -83,6 +102,10 @@ def main(argv):
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
   output = _OUTPUT.value or os.path.join(_ROOT_DIR.value, 'videos',
                                          f'{_POLICY.value}.gif')
+  # The first line before the env and the policy load (seconds when busy).
+  logging.info('Starting: %d episode(s) of %s to %s.', _NUM_EPISODES.value,
+               os.path.join(_ROOT_DIR.value, run_kit.POLICY_DIR, _POLICY.value),
+               output)
   try:
     path = record(_ROOT_DIR.value, output, _NUM_EPISODES.value, _POLICY.value,
                   _SEED.value, _FPS.value)
