@@ -38,6 +38,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
 CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
 R2D2_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'stateless_cartpole.gin')
+RND_PPO_GIN = os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', 'mountaincar.gin')
 
 # Small loop: 4 envs x 32 steps = 128 driver steps per iteration.
 SMALL_LOOP = (
@@ -481,6 +482,18 @@ class UserErrorTest(TestCase, parameterized.TestCase):
        "r2d2.Settings.env_loader: R2D2 needs a discrete action space (one "
        "scalar integer action), but 'MountainCarContinuous-v0' has action "
        'spec BoundedArraySpec(shape=(1,), dtype=dtype(\'float32\')'),
+      ('ppo_zero_epochs', CARTPOLE_GIN, 'ppo.ppo_clip_agent.num_epochs = 0',
+       'free', 'ppo.ppo_clip_agent: num_epochs must be >= 1, got 0.'),
+      ('ppo_negative_learning_rate', CARTPOLE_GIN,
+       'ppo.ppo_clip_agent.learning_rate = -1e-3', 'free',
+       'ppo.ppo_clip_agent: learning_rate must be > 0, got -0.001.'),
+      ('r2d2_negative_learning_rate', R2D2_GIN,
+       'r2d2.r2d2_agent_fn.learning_rate = -1e-3', 'free',
+       'r2d2.r2d2_agent_fn: learning_rate must be > 0, got -0.001.'),
+      ('rnd_ppo_fewer_envs_than_minibatches', RND_PPO_GIN,
+       'on_policy.train_eval.num_envs = 2', 'free',
+       'on_policy.train_eval.num_envs = 2 is too few for the agent: Batch of '
+       '2 sequences cannot make 4 minibatches.'),
       ('root_dir_under_a_file', CARTPOLE_GIN, 'NUM_ENV_STEPS = 100',
        'under_a_file', '{root_dir} cannot be written: Not a directory'),
       ('root_dir_in_use', CARTPOLE_GIN, 'NUM_ENV_STEPS = 100', 'held',
@@ -501,6 +514,30 @@ class UserErrorTest(TestCase, parameterized.TestCase):
                   errors_printed[0])
     # No training started.
     self.assertFalse(os.path.exists(os.path.join(root_dir, 'checkpoints')))
+
+  @parameterized.named_parameters(
+      ('learner', 'learner', ('--replay_server=127.0.0.1:1',
+                              '--root_dir={root_dir}')),
+      ('actor', 'actor', ('--task=0', '--replay_server=127.0.0.1:1',
+                          '--root_dir={root_dir}')),
+      ('replay_server', 'replay_server', ('--port=1',)),
+  )
+  def test_r2d2_role_binaries_refuse_a_bad_value(self, binary, flags):
+    root_dir = os.path.join(self.make_dir(), 'run')
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', f'{binary}.py'),
+         *[flag.format(root_dir=root_dir) for flag in flags],
+         f'--gin_file={R2D2_GIN}',
+         '--gin_bindings=r2d2.Settings.batch_size = 0'],
+        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+        check=False)
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertNotIn('Traceback', result.stderr)
+    errors_printed = [line for line in result.stderr.splitlines()
+                      if 'ERROR' in line]
+    self.assertEqual(errors_printed,
+                     ['ERROR: r2d2.Settings.batch_size must be >= 1, got 0.'])
+    self.assertFalse(os.path.exists(root_dir))
 
   def test_verbose_shows_the_traceback(self):
     result = run_binary(self.make_dir(), bindings=('NUM_ENV_STEPS = -5',),

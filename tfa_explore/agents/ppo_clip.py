@@ -71,6 +71,13 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
         raise ValueError(f'{name} must be {bounds}, got {value}.')
     self._num_minibatches = int(num_minibatches)
 
+  def check_batch_size(self, batch_size: int) -> None:
+    """Raises ValueError unless batches of `batch_size` sequences split into
+    `num_minibatches` minibatches (loops call it before collecting)."""
+    if batch_size < self._num_minibatches:
+      raise ValueError(f'Batch of {batch_size} sequences cannot make '
+                       f'{self._num_minibatches} minibatches.')
+
   def _variables_to_train(self):
     variables = object_identity.ObjectIdentitySet(
         self._actor_net.trainable_weights + self._value_net.trainable_weights)
@@ -177,9 +184,8 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
 
     num_minibatches = self._num_minibatches
     static_batch_size = masked_weights.shape[0]
-    if static_batch_size is not None and static_batch_size < num_minibatches:
-      raise ValueError(f'Batch of {static_batch_size} sequences cannot make '
-                       f'{num_minibatches} minibatches.')
+    if static_batch_size is not None:
+      self.check_batch_size(static_batch_size)
     batch_size = tf.shape(masked_weights)[0]
     names = self.LOSS_INFO_FIELDS
     last_epoch = self._num_epochs - 1

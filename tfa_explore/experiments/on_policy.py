@@ -131,6 +131,17 @@ def train_eval(
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
   agent = agent_fn(time_step_spec=time_step_spec, action_spec=action_spec,
                    train_step_counter=train_step)
+  # A train batch is one sequence per env: an agent that splits it into
+  # minibatches says here, not at its first train step, if it cannot.
+  check_batch_size = getattr(agent, 'check_batch_size', None)
+  if check_batch_size is not None:
+    try:
+      check_batch_size(num_envs)
+    except ValueError as e:
+      raise errors.ConfigError(
+          f'on_policy.train_eval.num_envs = {num_envs} is too few for the '
+          f'agent: {e} Each minibatch is a share of the envs: use at least '
+          'as many envs as minibatches.') from e
 
   metrics = _TrainMetrics(num_envs, return_buffer_episodes)
   env_steps = metrics.env_steps.environment_steps
