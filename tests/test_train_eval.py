@@ -539,6 +539,16 @@ class UserErrorTest(TestCase, parameterized.TestCase):
                      ['ERROR: r2d2.Settings.batch_size must be >= 1, got 0.'])
     self.assertFalse(os.path.exists(root_dir))
 
+  def test_a_bad_flag_is_one_line_and_exit_code_2(self):
+    result = subprocess.run(
+        train_command(self.make_dir(), flags=('--no_such_flag=1',)),
+        capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+        check=False)
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    self.assertEqual(result.stderr.strip().splitlines(), [
+        "ERROR: Unknown command line flag 'no_such_flag' (--helpshort lists "
+        'the flags)'])
+
   def test_verbose_shows_the_traceback(self):
     result = run_binary(self.make_dir(), bindings=('NUM_ENV_STEPS = -5',),
                         flags=('--verbose',))

@@ -40,4 +40,4 @@ def main(argv):
 if __name__ == '__main__':
   # Parallel envs run in subprocesses that need the parsed gin config;
   # TF-Agents' handle_main (which also runs absl's app.run) carries it over.
-  system_multiprocessing.handle_main(main)
+  system_multiprocessing.handle_main(main, flags_parser=runner.parse_flags)

@@ -169,6 +169,17 @@ def run(root_dir: str, gin_files: Sequence[str],
       raise
 
 
+def parse_flags(argv: Sequence[str]) -> Sequence[str]:
+  """absl's flag parsing for the binaries (`app.run(..., flags_parser=)`);
+  a bad flag exits with code 2 and one line, as a bad gin value does
+  (absl's own parser exits 1)."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    print(f'ERROR: {e} (--helpshort lists the flags)', file=sys.stderr)
+    sys.exit(CONFIG_ERROR_EXIT_CODE)
+
+
 def exit_with_config_error(error: ConfigError) -> None:
   """Prints `ERROR: <message>` (the traceback first with --verbose); exit 2.
 
