@@ -2,7 +2,8 @@ r"""R2D2 against a stock TF-Agents recurrent DQN, side by side (issue 34).
 
   .venv/bin/python benchmarks/r2d2_throughput.py \
       [--gin_file=gin/r2d2/stateless_cartpole.gin] [--repeats=2] \
-      [--window_start=20000] [--window_end=60000]
+      [--window_start=20000] [--window_end=60000] [--baseline_tree=DIR] \
+      [--peers=ours,stock,stock_1_thread]
 
 Peers, each a fresh process, interleaved (A B C A B C ...):
 * `ours`: train/train_eval.py on the gin file as shipped (its actor
@@ -11,7 +12,10 @@ Peers, each a fresh process, interleaved (A B C A B C ...):
   (DqnAgent + QRnnNetwork, same sizes, batch and replay ratio) with
   TensorFlow's default thread pools, and `stock 1 thread` with one intra-
   and one inter-op thread; the better of the two per CPU-second is the
-  peer's best setting.
+  peer's best setting;
+* `baseline` (with `--baseline_tree=DIR`): `ours` run from another
+  checkout, its own binary and package (e.g. `git worktree add ../before
+  <commit>`), so a change is measured before and after in one run.
 
 A window runs from the first progress line at or past `--window_start` env
 steps to the first at or past `--window_end`: env steps over the CPU
@@ -42,26 +46,44 @@ _WINDOW_START = flags.DEFINE_integer('window_start', 20_000,
 _WINDOW_END = flags.DEFINE_integer('window_end', 60_000,
                                    'Env steps where the window closes.')
 _TIMEOUT = flags.DEFINE_float('timeout', 1200.0, 'Seconds per run.')
+_BASELINE_TREE = flags.DEFINE_string(
+    'baseline_tree', None, 'Also run ours from this checkout, interleaved.')
+_PEERS = flags.DEFINE_list(
+    'peers', ['ours', 'stock', 'stock_1_thread'],
+    'Peers to run (spaces in labels as underscores); baseline is added '
+    'with --baseline_tree.')
 
 _PROGRESS = re.compile(r'env steps ([\d,]+)/')
 
 
 def _commands(root_dir):
-  """label -> command line of each peer."""
+  """label -> (command line, environment) of each peer."""
   budget = _WINDOW_END.value + 20_000
-  ours = common.train_eval_command(root_dir, _GIN_FILE.value, [
-      f'NUM_ENV_STEPS = {budget}',
-      'r2d2.Settings.eval_interval = 100000000',
-      'r2d2.Settings.checkpoint_interval = 100000000',
-      'r2d2.Settings.num_eval_episodes = 1',
-      'r2d2.Settings.log_interval = 10000'])
+  bindings = [f'NUM_ENV_STEPS = {budget}',
+              'r2d2.Settings.eval_interval = 100000000',
+              'r2d2.Settings.checkpoint_interval = 100000000',
+              'r2d2.Settings.num_eval_episodes = 1',
+              'r2d2.Settings.log_interval = 10000']
+  ours = common.train_eval_command(root_dir, _GIN_FILE.value, bindings)
   stock = [sys.executable,
            os.path.join(common.REPO_ROOT, 'benchmarks',
                         'stock_recurrent_dqn.py'),
            f'--gin_file={_GIN_FILE.value}', f'--num_env_steps={budget}',
            '--log_interval=10000']
-  return {'ours': ours, 'stock': stock,
-          'stock 1 thread': stock + ['--tf_threads=1']}
+  commands = {'ours': (ours, None), 'stock': (stock, None),
+              'stock 1 thread': (stock + ['--tf_threads=1'], None)}
+  commands = {label: command for label, command in commands.items()
+              if label.replace(' ', '_') in _PEERS.value}
+  if _BASELINE_TREE.value:
+    tree = os.path.abspath(_BASELINE_TREE.value)
+    # The tree's package ahead of the venv's editable install of this one.
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [tree] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
+    baseline = common.train_eval_command(root_dir + '_baseline',
+                                         _GIN_FILE.value, bindings)
+    baseline[1] = os.path.join(tree, 'train', 'train_eval.py')
+    commands['baseline'] = (baseline, environment)
+  return commands
 
 
 def _steps(log_path):
@@ -69,11 +91,11 @@ def _steps(log_path):
     return [int(m.replace(',', '')) for m in _PROGRESS.findall(f.read())]
 
 
-def measure(command, log_path):
+def measure(command, log_path, environment=None):
   """(env steps per CPU-s, env steps per s) over the window of one run."""
   with open(log_path, 'w') as log:
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                               cwd=common.REPO_ROOT)
+                               cwd=common.REPO_ROOT, env=environment)
   marks = []
   deadline = time.time() + _TIMEOUT.value
   try:
@@ -104,11 +126,11 @@ def main(argv):
   workdir = tempfile.mkdtemp(prefix='r2d2_throughput_')
   results = {}
   for repeat in range(_REPEATS.value):
-    for label, command in _commands(
+    for label, (command, environment) in _commands(
         os.path.join(workdir, f'ours_{repeat}')).items():
       log_path = os.path.join(workdir,
                               f'{label.replace(" ", "_")}_{repeat}.log')
-      per_cpu, per_second = measure(command, log_path)
+      per_cpu, per_second = measure(command, log_path, environment)
       results.setdefault(label, []).append((per_cpu, per_second))
       print(f'  {label}, repeat {repeat}: {per_cpu:,.0f} env steps per '
             f'CPU-s, {per_second:,.0f} per s', flush=True)
@@ -122,8 +144,10 @@ def main(argv):
   print('|---|---|---|')
   for label, (per_cpu, per_second) in medians.items():
     print(f'| {label} | {per_cpu:,.0f} | {per_second:,.0f} |')
-  best = max((label for label in medians if label != 'ours'),
-             key=lambda label: medians[label][0])
+  if 'ours' not in medians:
+    return
+  peers = [label for label in medians if label not in ('ours', 'baseline')]
+  best = max(peers, key=lambda label: medians[label][0]) if peers else None
   ours = medians['ours']
   for label in medians:
     if label != 'ours':
