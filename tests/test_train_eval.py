@@ -482,6 +482,11 @@ class UserErrorTest(TestCase, parameterized.TestCase):
        "r2d2.Settings.env_loader: R2D2 needs a discrete action space (one "
        "scalar integer action), but 'MountainCarContinuous-v0' has action "
        'spec BoundedArraySpec(shape=(1,), dtype=dtype(\'float32\')'),
+      ('unknown_parameter', CARTPOLE_GIN,
+       'on_policy.train_eval.no_such_parameter = 1', 'free',
+       "Configurable 'on_policy.train_eval' doesn't have a parameter named "
+       "'no_such_parameter'. In bindings string line 1: "
+       'on_policy.train_eval.no_such_parameter = 1'),
       ('ppo_zero_epochs', CARTPOLE_GIN, 'ppo.ppo_clip_agent.num_epochs = 0',
        'free', 'ppo.ppo_clip_agent: num_epochs must be >= 1, got 0.'),
       ('ppo_negative_learning_rate', CARTPOLE_GIN,
@@ -512,31 +517,45 @@ class UserErrorTest(TestCase, parameterized.TestCase):
     self.assertStartsWith(errors_printed[0], 'ERROR: ')
     self.assertIn(expected.format(root_dir=root_dir, **facts),
                   errors_printed[0])
+    # The message is one line: nothing follows it.
+    self.assertEqual(result.stderr.strip().splitlines()[-1],
+                     errors_printed[0])
     # No training started.
     self.assertFalse(os.path.exists(os.path.join(root_dir, 'checkpoints')))
 
   @parameterized.named_parameters(
       ('learner', 'learner', ('--replay_server=127.0.0.1:1',
-                              '--root_dir={root_dir}')),
+                              '--root_dir={root_dir}'),
+       'r2d2.Settings.no_such_parameter = 1',
+       "Configurable 'r2d2.Settings' doesn't have a parameter named "
+       "'no_such_parameter'. In bindings string line 1: "
+       'r2d2.Settings.no_such_parameter = 1'),
       ('actor', 'actor', ('--task=0', '--replay_server=127.0.0.1:1',
-                          '--root_dir={root_dir}')),
-      ('replay_server', 'replay_server', ('--port=1',)),
+                          '--root_dir={root_dir}'),
+       'r2d2.Settings.batch_size = 0',
+       'r2d2.Settings.batch_size must be >= 1, got 0.'),
+      ('replay_server', 'replay_server', ('--port=1',),
+       'r2d2.Settings.batch_size = 0',
+       'r2d2.Settings.batch_size must be >= 1, got 0.'),
   )
-  def test_r2d2_role_binaries_refuse_a_bad_value(self, binary, flags):
+  def test_r2d2_role_binaries_refuse_a_bad_value(self, binary, flags,
+                                                 binding, expected):
     root_dir = os.path.join(self.make_dir(), 'run')
     result = subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, 'train', f'{binary}.py'),
          *[flag.format(root_dir=root_dir) for flag in flags],
-         f'--gin_file={R2D2_GIN}',
-         '--gin_bindings=r2d2.Settings.batch_size = 0'],
+         f'--gin_file={R2D2_GIN}', f'--gin_bindings={binding}'],
         capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
         check=False)
     self.assertEqual(result.returncode, 2, result.stderr[-3000:])
     self.assertNotIn('Traceback', result.stderr)
     errors_printed = [line for line in result.stderr.splitlines()
                       if 'ERROR' in line]
-    self.assertEqual(errors_printed,
-                     ['ERROR: r2d2.Settings.batch_size must be >= 1, got 0.'])
+    self.assertLen(errors_printed, 1, result.stderr[-3000:])
+    self.assertStartsWith(errors_printed[0], 'ERROR: ')
+    self.assertIn(expected, errors_printed[0])
+    self.assertEqual(result.stderr.strip().splitlines()[-1],
+                     errors_printed[0])
     self.assertFalse(os.path.exists(root_dir))
 
   def test_a_bad_flag_is_one_line_and_exit_code_2(self):

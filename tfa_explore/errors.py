@@ -51,14 +51,22 @@ _GIN_CALL_LINE = re.compile(r"\n\s*In call to configurable '[^']*' \([^\n]*\)")
 
 
 def user_message(error: BaseException) -> str:
-  """`error`'s message without gin's "In call to configurable" lines.
+  """`error`'s message as one line, without gin's "In call to
+  configurable" lines.
 
   Those lines name Python functions and addresses, which tell a user
-  nothing the message (naming the gin parameter) does not; without them
-  the message of a `ConfigError` raised inside a configurable is its one
-  line again.
+  nothing the message (naming the gin parameter) does not. Gin's parse
+  errors span lines (the message, then "In bindings string line 1", then
+  the binding); they are joined, so the binaries print one line whatever
+  raised.
   """
-  return _GIN_CALL_LINE.sub('', str(error)).strip()
+  text = ''
+  for line in _GIN_CALL_LINE.sub('', str(error)).splitlines():
+    line = line.strip()
+    if line:
+      text = line if not text else (
+          f'{text} {line}' if text[-1] in '.:;,!?)' else f'{text}: {line}')
+  return text
 
 
 @contextlib.contextmanager

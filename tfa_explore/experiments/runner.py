@@ -128,7 +128,7 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
     # file, line and binding appended to the message.
     raise ConfigError(
         f'Invalid gin configuration (files {gin_files}, bindings '
-        f'{gin_bindings}):\n{e}') from e
+        f'{gin_bindings}): {e}') from e
 
 
 def experiment_setting(name: str):
