@@ -421,22 +421,15 @@ class R2D2Agent(tf_agent.TFAgent):
     spec = tensor_spec.add_outer_dims_nest(
         self.collect_data_spec, (None, self._sequence_config.sequence_length))
 
-    def batched_priorities(*flat_trajectory):
-      trajectory = tf.nest.pack_sequence_as(spec, list(flat_trajectory))
+    @tf.function(input_signature=[spec], autograph=False)
+    def batched_priorities(trajectory):
       errors = learning.sequence_td_errors(
           self._q_network, self._q_network, trajectory, self._td_settings,
           n_steps=(self._n_step,))
       return self.sequence_priorities(errors.by_n_step[self._n_step])
 
-    # One concrete function of the flat tensors: an actor calls it at
-    # almost every step, and a `tf.function` of the nested trajectory
-    # spends more time matching the nest to its signature than computing.
-    concrete = tf.function(batched_priorities,
-                           autograph=False).get_concrete_function(
-                               *tf.nest.flatten(spec))
-
     def priorities(trajectories):
-      return concrete(*tf.nest.flatten(trajectories)).numpy()
+      return batched_priorities(trajectories).numpy()
 
     return priorities
 

@@ -21,13 +21,13 @@ from absl import logging
 import numpy as np
 import reverb
 import tensorflow as tf
+from tf_agents.policies import py_tf_eager_policy
 from tf_agents.trajectories import trajectory as trajectory_lib
 
 from tfa_explore import errors
 from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
-from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import retry
@@ -184,9 +184,8 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
                f', restart {incarnation}' if incarnation else '')
   link.variables.pull()  # Blocks until the learner's first push.
 
-  # The policy as one concrete function of flat numpy inputs: a
-  # PyTFEagerPolicy spends more on nest bookkeeping than on the network.
-  policy = evaluation.NumpyPolicy(collect_policy, num_envs)
+  policy = py_tf_eager_policy.PyTFEagerPolicy(
+      collect_policy, use_tf_function=True, batch_time_steps=False)
   actor_summaries = _ActorSummaries(root_dir, task)
 
   total_steps = 0
@@ -196,7 +195,7 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
   episode_returns = np.zeros(num_envs, np.float64)
   episode_lengths = np.zeros(num_envs, np.int64)
   time_step = env.reset()
-  policy_state = policy.get_initial_state()
+  policy_state = policy.get_initial_state(num_envs)
   try:
     while not bool(shared_state.finished.numpy()):
       if stop_event is not None and stop_event.is_set():
@@ -239,7 +238,7 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
                            num_envs)
         # The episodes under way lost their sequences: start new ones.
         time_step = env.reset()
-        policy_state = policy.get_initial_state()
+        policy_state = policy.get_initial_state(num_envs)
         episode_returns[:], episode_lengths[:] = 0.0, 0
   finally:
     _stop(task, settings, link.replay_writer, link.progress, unreported_steps)

@@ -189,11 +189,7 @@ class SharedVariables:
     self._variables = shared_state.nest()
     self._dtypes = [v.dtype for v in tf.nest.flatten(self._variables)]
 
-  @common.function(autograph=False)
   def push(self) -> None:
-    """Replaces the table's item with the variables' values (one graph
-    call: eager, the reads and the insert cost a tenth of a learner's
-    thread)."""
     self._client.insert(
         data=[tf.convert_to_tensor(v)
               for v in tf.nest.flatten(self._variables)],

@@ -207,7 +207,7 @@ class Learner:
     self._progress.drain()
 
   def write_summaries(self) -> None:
-    """`Metrics/`, `Replay/` and `Actors/` values at the env step."""
+    """`Metrics/`, `Replay/` and `Actor/<slot>/` values at the env step."""
     env_steps = int(self.env_steps)
     with self.run_dir.train_writer.as_default(step=env_steps):
       metrics = {
@@ -225,12 +225,6 @@ class Learner:
       summaries.scalars(REPLAY, self._replay_rates(), step=env_steps)
       if self._actors is not None:
         tf.summary.scalar(f'{ACTORS}/restarts', self._actors.restarts)
-
-  def write_slot_summaries(self) -> None:
-    """`Actor/<slot>/` values at the env step, at progress lines: two
-    eager scalars per epsilon slot (32 with 16 slots) are too many for
-    every summary interval."""
-    with self.run_dir.train_writer.as_default(step=int(self.env_steps)):
       for slot, returns in sorted(self._progress.slot_returns.items()):
         tf.summary.scalar(
             f'{ACTOR}/{slot}/Epsilon',
@@ -272,7 +266,6 @@ class Learner:
       # A rerun of a finished run trained nothing: no second point at the
       # same env step.
       self.write_summaries()
-      self.write_slot_summaries()
     self.run_dir.flush()
     self._release_actors()
     # After the actors stopped: their last episodes are in the journals.
@@ -357,7 +350,6 @@ class Learner:
                             if self._loss_info is not None
                             else float('nan')),
       }, counters={'learner steps': now_train_steps})
-      self.write_slot_summaries()
       self.run_dir.train_writer.flush()
     if run_kit.crossed(steps, now_steps, settings.eval_interval):
       self.evaluate()
