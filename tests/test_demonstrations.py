@@ -17,6 +17,7 @@ from tfa_explore.replay import mixed_dataset
 from tfa_explore.testing import fake_envs
 from tfa_explore.testing import r2d2 as r2d2_support
 from tfa_explore.testing import r2d3 as support
+import test_console  # pylint: disable=g-bad-import-order
 
 F, M, L = 0, 1, 2
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -287,6 +288,10 @@ class RecordingTest(support.TestCase):
         command + [f'--gin_bindings={b}' for b in bindings],
         capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
     self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+    # Our lines only, the console promise of every binary.
+    self.assertEqual([line for line in result.stderr.splitlines()
+                      if line.strip() and
+                      not test_console.OUR_LINE.match(line)], [])
     demos = demonstrations.read_demonstrations(output)
     self.assertEqual(demos.env_id, 'MiniGrid-DoorKey-5x5-v0')
     self.assertLen(demos.episodes, 3)

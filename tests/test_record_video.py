@@ -15,6 +15,7 @@ import pytest
 
 from tfa_explore.experiments import runner
 from tfa_explore.utils import video
+import test_console  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(REPO_ROOT, 'train', 'record_video.py')
@@ -60,6 +61,8 @@ class RecordVideoTest(absltest.TestCase):
     # written; no ALSA lines from pygame's audio start (SDL_AUDIODRIVER).
     self.assertIn(' Starting: 2 episode(s) of ', lines[0])
     self.assertNotIn('ALSA', result.stderr)
+    self.assertEqual([line for line in lines if line.strip() and
+                      not test_console.OUR_LINE.match(line)], [])
     episodes = [line for line in lines if ' Episode ' in line]
     self.assertLen(episodes, 2)
     self.assertIn(' Episode 1/2: ', episodes[0])
