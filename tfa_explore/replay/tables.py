@@ -65,8 +65,9 @@ class CheckpointKeeper:
   with `DONE`, then deletes the older ones. The keeper runs beside the
   server (it sees the checkpoints wherever the learner that asks for them
   runs) and hard-links the files of every complete checkpoint into
-  `<checkpoint_dir>_kept/<name>`, keeping the `NUM_KEPT` newest: no copy,
-  and Reverb never rewrites a file it wrote. `start_server` falls back to
+  `<checkpoint_dir>_kept/<name>`, keeping the `NUM_KEPT` newest: no copy
+  (unless the filesystem has no hard links), and Reverb never rewrites a
+  file it wrote. `start_server` falls back to
   them when the checkpoint directory has nothing that loads.
   """
 
@@ -90,11 +91,14 @@ class CheckpointKeeper:
     self.keep()
 
   def _run(self) -> None:
+    warned = set()
     while not self._stop.wait(self._poll_seconds):
       try:
         self.keep()
       except OSError as e:  # e.g. Reverb deleted one while it was linked
-        logging.warning('Replay checkpoint keeper: %s', e)
+        if str(e) not in warned:  # once each, not every second
+          warned.add(str(e))
+          logging.warning('Replay checkpoint keeper: %s', e)
 
   def keep(self) -> None:
     """Links new complete checkpoints; drops all but the newest kept."""
@@ -106,7 +110,10 @@ class CheckpointKeeper:
       shutil.rmtree(partial, ignore_errors=True)
       os.makedirs(partial)
       for name in os.listdir(path):
-        os.link(os.path.join(path, name), os.path.join(partial, name))
+        try:
+          os.link(os.path.join(path, name), os.path.join(partial, name))
+        except OSError:  # a filesystem without hard links: a copy
+          shutil.copy2(os.path.join(path, name), os.path.join(partial, name))
       os.replace(partial, kept)
     for path in complete_checkpoints(self._kept_dir)[:-NUM_KEPT]:
       shutil.rmtree(path, ignore_errors=True)
