@@ -12,7 +12,8 @@ The three roles of `train/replay_server.py`, `train/learner.py` and
 Ray restarts a role whose process dies (`max_restarts`) and calls its
 `run` again (`max_task_retries`): a restarted replay server restores its
 tables, a restarted learner resumes from its checkpoint, a restarted actor
-takes its incarnation from a `RestartCounter` on the head node and seeds
+takes its incarnation from a `ray_restarts.RestartCounter` on the head
+node and seeds
 its envs from it (the learner writes the count as `Actors/restarts`); the
 others ride out the gap (`retry.ServerWait`). Every role parses the same
 gin config, so they agree on every setting as the binaries do. The Ray
@@ -43,6 +44,7 @@ from ray.util import scheduling_strategies
 
 from tfa_explore import errors
 from tfa_explore.experiments import console
+from tfa_explore.experiments import ray_restarts
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import launcher
@@ -123,21 +125,6 @@ def _settings_from(config_str: str):
   # every configurable it names.
   gin.parse_config(config_str)
   return settings_lib.from_gin()
-
-
-class RestartCounter:
-  """Counts each actor task's restarts; lives on the head node."""
-
-  def __init__(self, num_actors: int):
-    self._restarts = [0] * num_actors
-
-  def restarted(self, task: int) -> int:
-    """Counts a restart of `task`; its incarnation (1 for the first)."""
-    self._restarts[task] += 1
-    return self._restarts[task]
-
-  def total(self) -> int:
-    return sum(self._restarts)
 
 
 class _RayActors:
@@ -264,7 +251,7 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
       scheduling_strategy=_head_node_strategy(), **restarts).remote(
           config_str, port,
           os.path.join(root_dir, launcher.REPLAY_CHECKPOINT_DIR))
-  counter = ray.remote(RestartCounter).options(
+  counter = ray.remote(ray_restarts.RestartCounter).options(
       name='r2d2_restart_counter', num_cpus=0,
       scheduling_strategy=_head_node_strategy()).remote(settings.num_actors)
   actors = []
