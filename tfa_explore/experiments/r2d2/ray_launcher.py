@@ -229,7 +229,11 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
       num_cpus = math.ceil(resources.replay_server_num_cpus +
                            resources.learner_num_cpus +
                            settings.num_actors * resources.actor_num_cpus)
-      ray.init(num_cpus=num_cpus, include_dashboard=False, **quiet)
+      # Ray starts its workers at nice 15: on a busy machine the roles
+      # then get almost no CPU (a replay server took 9 minutes to start
+      # at load 10). A training job's roles run at the normal priority.
+      ray.init(num_cpus=num_cpus, include_dashboard=False,
+               _system_config={'worker_niceness': 0}, **quiet)
     else:
       ray.init(address=ray_address, **quiet)
   try:
