@@ -363,8 +363,8 @@ class EvaluatorTest(_TestCase):
     settings = r2d2.Settings()
     _, agent = r2d2.Builder(settings).make_agent()
     evaluator = evaluation.Evaluator(agent.policy, settings.env_loader,
-                                  num_episodes=2, seed=0,
-                                  success_threshold=20.5)
+                                     num_episodes=2, seed=0,
+                                     success_threshold=20.5)
     self.addCleanup(evaluator.close)
     first = evaluator(env_steps=0)
     second = evaluator(env_steps=10)

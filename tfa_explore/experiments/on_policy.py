@@ -158,9 +158,9 @@ def train_eval(
   run.write_operative_config(step=env_steps)
   if not resumed and pre_training_fn is not None:
     pre_training_fn(agent=agent, environment=collect_py_env)
-  evaluator = evaluation.Evaluator(agent.policy, env_loader, num_eval_episodes,
-                                seed, run.eval_writer,
-                                success_threshold=eval_success_threshold)
+  evaluator = evaluation.Evaluator(agent.policy, env_loader,
+                                   num_eval_episodes, seed, run.eval_writer,
+                                   success_threshold=eval_success_threshold)
   collector = RolloutCollector(collect_py_env, agent.collect_policy,
                                rollout_length, metrics.as_list())
   train = common.function(agent.train, autograph=False)

@@ -11,6 +11,7 @@ import glob
 import os
 import shutil
 import threading
+import time
 from typing import Callable, Dict, List, Optional, Sequence
 import uuid
 
@@ -67,32 +68,26 @@ class CheckpointKeeper:
   runs) and hard-links the files of every complete checkpoint into
   `<checkpoint_dir>_kept/<name>`, keeping the `NUM_KEPT` newest: no copy
   (unless the filesystem has no hard links), and Reverb never rewrites a
-  file it wrote. `start_server` falls back to
-  them when the checkpoint directory has nothing that loads.
+  file it wrote. `start_server` falls back to them when the checkpoint
+  directory has nothing that loads.
   """
 
   def __init__(self, checkpoint_dir: str, poll_seconds: float = 1.0):
     self._checkpoint_dir = checkpoint_dir
     self._kept_dir = checkpoint_dir + KEPT_SUFFIX
     self._poll_seconds = poll_seconds
-    self._stop = threading.Event()
-    self._thread = threading.Thread(target=self._run, daemon=True,
-                                    name='replay_checkpoint_keeper')
 
   def start(self) -> 'CheckpointKeeper':
+    """Keeps what is there, then polls for as long as the process runs."""
     self.keep()
-    self._thread.start()
+    threading.Thread(target=self._run, daemon=True,
+                     name='replay_checkpoint_keeper').start()
     return self
-
-  def stop(self) -> None:
-    self._stop.set()
-    if self._thread.is_alive():
-      self._thread.join()
-    self.keep()
 
   def _run(self) -> None:
     warned = set()
-    while not self._stop.wait(self._poll_seconds):
+    while True:
+      time.sleep(self._poll_seconds)
       try:
         self.keep()
       except OSError as e:  # e.g. Reverb deleted one while it was linked

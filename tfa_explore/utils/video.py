@@ -2,8 +2,7 @@
 
 Frames go to the video file as they are rendered: a writer holds at most
 the previous frame (the GIF writer, to encode only what changed), never an
-episode. Recording used to keep every frame of every episode in memory
-before writing (600x400x3 bytes per CartPole frame, ~360 MB per 500-step
+episode (600x400x3 bytes per CartPole frame, ~360 MB per 500-step
 episode).
 """
 

@@ -13,9 +13,8 @@ Ray restarts a role whose process dies (`max_restarts`) and calls its
 `run` again (`max_task_retries`): a restarted replay server restores its
 tables, a restarted learner resumes from its checkpoint, a restarted actor
 takes its incarnation from a `ray_restarts.RestartCounter` on the head
-node and seeds
-its envs from it (the learner writes the count as `Actors/restarts`); the
-others ride out the gap (`retry.ServerWait`). Every role parses the same
+node and seeds its envs from it (the learner writes the count as
+`Actors/restarts`); the others ride out the gap (`retry.ServerWait`). Every role parses the same
 gin config, so they agree on every setting as the binaries do. The Ray
 cluster's own failures (the head node, GCS) are Ray's to handle, not ours.
 
@@ -88,28 +87,29 @@ def check_resources(settings: settings_lib.Settings,
   fix = ('lower r2d2.Settings.num_actors or the r2d2.RayResources '
          'requests, or start Ray with more logical CPUs (ray start '
          '--num-cpus=N: they may exceed the cores)')
-  head_cpus = resources.replay_server_num_cpus + resources.learner_num_cpus
-  total_cpus = head_cpus + settings.num_actors * resources.actor_num_cpus
-  if head_node.get('CPU', 0.0) < head_cpus:
+  head_cpus, head_gpus = head_node.get('CPU', 0.0), head_node.get('GPU', 0.0)
+  cluster_cpus = cluster.get('CPU', 0.0)
+  on_head = resources.replay_server_num_cpus + resources.learner_num_cpus
+  needed = on_head + settings.num_actors * resources.actor_num_cpus
+  if head_cpus < on_head:
     raise errors.ConfigError(
-        f'The Ray head node has {head_node.get("CPU", 0.0):g} CPUs; the '
-        f'replay server and the learner need {head_cpus:g} there '
+        f'The Ray head node has {head_cpus:g} CPUs; the replay server and '
+        f'the learner need {on_head:g} there '
         f'(r2d2.RayResources.replay_server_num_cpus = '
         f'{resources.replay_server_num_cpus:g}, learner_num_cpus = '
         f'{resources.learner_num_cpus:g}): {fix}.')
-  if cluster.get('CPU', 0.0) < total_cpus:
+  if cluster_cpus < needed:
     raise errors.ConfigError(
-        f'The Ray cluster has {cluster.get("CPU", 0.0):g} CPUs; this run '
-        f'needs {total_cpus:g} (replay server '
-        f'{resources.replay_server_num_cpus:g} + learner '
-        f'{resources.learner_num_cpus:g} + {settings.num_actors} actors x '
-        f'{resources.actor_num_cpus:g}), and Ray would wait for them '
-        f'without a word: {fix}.')
-  if head_node.get('GPU', 0.0) < resources.learner_num_gpus:
+        f'The Ray cluster has {cluster_cpus:g} CPUs; this run needs '
+        f'{needed:g} (replay server {resources.replay_server_num_cpus:g} + '
+        f'learner {resources.learner_num_cpus:g} + {settings.num_actors} '
+        f'actors x {resources.actor_num_cpus:g}), and Ray would wait for '
+        f'them without a word: {fix}.')
+  if head_gpus < resources.learner_num_gpus:
     raise errors.ConfigError(
         f'r2d2.RayResources.learner_num_gpus = '
         f'{resources.learner_num_gpus:g}, but the Ray head node has '
-        f'{head_node.get("GPU", 0.0):g} GPUs.')
+        f'{head_gpus:g} GPUs.')
 
 
 def _head_node_resources() -> Dict[str, float]:
