@@ -6,9 +6,8 @@ environment's observation spec: RND-PPO binds it as
 `rnd_ppo.rnd_ppo_agent.intrinsic_reward`, R2D2's bonuses as their reward.
 The R2D2 family's exploration bonuses (`r2d2.r2d2_agent_fn.exploration`,
 called with the observation and action specs):
-`intrinsic.intrinsic_q_bonus` (an intrinsic reward learnt by Q_I),
-`intrinsic.optimistic_rnd_bonus` (RND over state-action pairs, optimistic
-for untried actions) and `intrinsic.ngu_bonus` (NGU's reward: RND's modulator times an episodic
+`intrinsic.intrinsic_q_bonus` (an intrinsic reward learnt by Q_I) and
+`intrinsic.ngu_bonus` (NGU's reward: RND's modulator times an episodic
 novelty of exact counts or of `intrinsic.controllable_embedding`). Every
 setting that changes results is `gin.REQUIRED`, except the paper's k-NN
 kernel constants.
@@ -22,7 +21,6 @@ import tensorflow as tf
 from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import episodic
 from tfa_explore.agents.intrinsic import ngu
-from tfa_explore.agents.intrinsic import optimistic
 from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.networks import rnd_networks
@@ -113,34 +111,6 @@ def intrinsic_q_bonus(observation_spec, action_spec,
   del action_spec
   return q_bonus.IntrinsicQBonus(reward_fn(observation_spec=observation_spec),
                                  arms=arms)
-
-
-@gin.configurable(module='intrinsic',
-                  denylist=['observation_spec', 'action_spec'])
-def optimistic_rnd_bonus(observation_spec, action_spec,
-                         reward_fn: Callable[..., object] = REQUIRED,
-                         optimism: float = REQUIRED,
-                         arms: bool = REQUIRED
-                         ) -> optimistic.OptimisticRndBonus:
-  """R2D2's bonus with RND over state-action pairs, optimistic where it acts.
-
-  Args:
-    observation_spec: The environment's observation spec (passed by
-      `r2d2.r2d2_agent_fn`); a single tensor.
-    action_spec: The agent's action spec: each pair's one-hot.
-    reward_fn: Builds RND's reward, e.g. `@intrinsic.rnd_intrinsic_reward`
-      with `first_visits_only` False; called with the pairs' spec and
-      `observation_fn=`, so neither may be bound in gin.
-    optimism: kappa, the weight of RND's error n(s, a) beside h^-1(Q_I) in
-      the acting values.
-    arms: As `intrinsic_q_bonus`.
-  """
-  num_actions = int(action_spec.maximum) - int(action_spec.minimum) + 1
-  inputs = optimistic.StateActionInputs(observation_spec, num_actions,
-                                        int(action_spec.minimum))
-  return optimistic.OptimisticRndBonus(
-      reward_fn(observation_spec=inputs.spec, observation_fn=inputs),
-      inputs, optimism=optimism, arms=arms)
 
 
 @gin.configurable(module='intrinsic',

@@ -71,11 +71,6 @@ class RndObservationNormalizer(tf.Module):
   def count(self):
     return self._normalizer.variables[0]
 
-  @property
-  def statistics_variables(self):
-    """The running statistics, fixed shapes (what a copy must read)."""
-    return tuple(self._normalizer.variables)
-
 
 class IntrinsicReturnNormalizer(tf.Module):
   """Divides intrinsic rewards by a running std of intrinsic RETURNS.
@@ -152,11 +147,6 @@ class IntrinsicReturnNormalizer(tf.Module):
   def count(self):
     """Filtered returns seen so far."""
     return self._return_moments.variables[0]
-
-  @property
-  def statistics_variables(self):
-    """The moments `normalize` reads (not the per-env filter state)."""
-    return tuple(self._return_moments.variables)
 
 
 class ErrorMoments(tf.Module):

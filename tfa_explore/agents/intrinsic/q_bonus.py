@@ -268,8 +268,8 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
     real, transitions, next_observations = self._transitions(agent,
                                                              trajectory)
     predictor = self._reward.train_step(self._reward.training_inputs(
-        self._predictor_inputs(agent, trajectory, transitions,
-                               next_observations)))
+        tf.nest.map_structure(lambda x: tf.boolean_mask(x, transitions),
+                              next_observations)))
     novelty = self._train_novelty(trajectory, real)
     if not agent.summaries_enabled:
       return
@@ -284,13 +284,6 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
       tf.summary.scalar('Losses/embedding_loss', novelty[0], step=step)
       tf.summary.scalar('Intrinsic/action_prediction_accuracy', novelty[1],
                         step=step)
-
-  def _predictor_inputs(self, agent, trajectory, transitions,
-                        next_observations):
-    """What the predictor trains on: the trace transitions' next views."""
-    del agent, trajectory
-    return tf.nest.map_structure(lambda x: tf.boolean_mask(x, transitions),
-                                 next_observations)
 
   def _train_novelty(self, trajectory, real):
     """None: RND's reward has no episodic model."""

@@ -324,17 +324,6 @@ class RndIntrinsicReward(IntrinsicReward):
     return self._return_normalizer
 
   @property
-  def acting_variables(self):
-    """What computing `raw_rewards` and `normalized_rewards` reads.
-
-    The target is fixed but random: a copy elsewhere needs its weights too.
-    """
-    return (tuple(self._target_net.variables) +
-            tuple(self._predictor_net.variables) +
-            self._observation_normalizer.statistics_variables +
-            self._return_normalizer.statistics_variables)
-
-  @property
   def input_spec(self):
     """Spec of one RND input (`raw_inputs` of one observation)."""
     return self._rnd_input_spec
@@ -374,14 +363,6 @@ class RndIntrinsicReward(IntrinsicReward):
     raw = tf.stop_gradient(self.raw_rewards(next_observations))
     if first_visits is not None:
       raw *= tf.cast(first_visits, raw.dtype)
-    return self.normalized_rewards(raw, update_statistics, mask)
-
-  def normalized_rewards(self, raw, update_statistics=False, mask=None):
-    """`IntrinsicRewards` of `[B, T]` raw rewards, as `rewards` divides them.
-
-    For a reward computed from these networks some other way (e.g. of
-    state-action pairs); the arguments are `rewards`'.
-    """
     if not self._normalize_returns:
       return IntrinsicRewards(raw=raw, normalized=raw)
     if not update_statistics:
