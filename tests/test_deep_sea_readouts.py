@@ -1,0 +1,63 @@
+"""benchmarks/deep_sea_readouts.py on a hand-made sweep directory."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from absl.testing import absltest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(REPO_ROOT, 'benchmarks', 'deep_sea_readouts.py')
+
+
+def _load():
+  spec = importlib.util.spec_from_file_location('deep_sea_readouts', SCRIPT)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _episode(time, rights, size, good=False):
+  return {'time': time, 'length': size,
+          'return': float(good) - 0.01 * rights / size,
+          'info': {'total_bad_episodes': 0.0,
+                   'denoised_return': float(good)}}
+
+
+class ReadoutsTest(absltest.TestCase):
+
+  def test_right_moves_come_back_from_the_return(self):
+    readouts = _load()
+    self.assertEqual(readouts.right_moves(_episode(0, 7, 12), 12), 7)
+    self.assertEqual(readouts.right_moves(_episode(0, 12, 12, good=True),
+                                          12), 12)
+
+  def test_a_row_per_size_from_the_journals_in_end_order(self):
+    work_dir = tempfile.mkdtemp()
+    episodes_dir = os.path.join(work_dir, 'r2d2', 'deep_sea-1', 'bsuite',
+                                'episodes')
+    os.makedirs(episodes_dir)
+    # Two envs' journals; env 1's good episode ends second of four.
+    journals = {'a.0.jsonl': [_episode(1.0, 3, 12), _episode(4.0, 5, 12)],
+                'a.1.jsonl': [_episode(2.0, 12, 12, good=True),
+                              _episode(3.0, 1, 12)]}
+    for name, rows in journals.items():
+      with open(os.path.join(episodes_dir, name), 'w') as f:
+        for episode in rows:
+          f.write(json.dumps(episode) + '\n')
+        f.write('{"cut by a kill')
+    result = subprocess.run(
+        [sys.executable, SCRIPT, f'--work_dir={work_dir}', '--agent=r2d2'],
+        capture_output=True, text=True, check=True)
+    rows = [line for line in result.stdout.splitlines()
+            if line.startswith('| r2d2')]
+    # size 12: 4 episodes, 1 good (the 2nd to end), most right 12, mean
+    # right (3 + 12 + 1 + 5) / 4, no intrinsic summaries.
+    self.assertEqual(rows, ['| r2d2 | 12 | 4 | 1 | 2 | 12 | 5.2 | - | - |'])
+
+
+if __name__ == '__main__':
+  absltest.main()
