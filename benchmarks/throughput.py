@@ -20,8 +20,10 @@ seconds are printed too, with the load average before and after.
   also shown with TensorFlow's default thread pools; `stock` is TF-Agents' own
   pieces with the same hyperparameters: PPOClipAgent, a
   TFPyEnvironment over a BatchedPyEnvironment, DynamicStepDriver into a
-  TFUniformReplayBuffer, `gather_all`, `clear`. Both also report the
-  seconds from process start to the end of the first train call.
+  TFUniformReplayBuffer, `gather_all`, `clear`, run with TensorFlow's
+  default thread pools and with one thread (`stock_1_thread`); ours is
+  compared with the better of the two per CPU-second. Both also report
+  the seconds from process start to the end of the first train call.
 * `components`: CPU microseconds per batched step of 8 CartPoles:
   TF-Agents' BatchedPyEnvironment vs our GymnasiumBatch, each stepped
   from Python and through a TFPyEnvironment inside a tf.function loop; a
@@ -43,8 +45,11 @@ seconds are printed too, with the load average before and after.
   against CleanRL's `ppo_atari.py` (no RND; 8 envs, 128 steps,
   `--no-cuda`), run unchanged from a CleanRL checkout by the Python of an
   environment with PyTorch (`--cleanrl_dir`, `--cleanrl_python`; set-up
-  in docs/performance.md) through `benchmarks/cleanrl_shim.py`. Its
-  updates are timed between the "SPS:" lines it prints after each one.
+  in docs/performance.md) through `benchmarks/cleanrl_shim.py`, with
+  torch's default threads and with one (`OMP_NUM_THREADS=1`); ours is
+  compared with CleanRL's better setting per CPU-second and per second.
+  Its updates are timed between the "SPS:" lines it prints after each
+  one.
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
@@ -131,7 +136,13 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
     # thread pools.
     from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
     run_kit.set_tf_threads(setting('tf_threads'))
-  loop = 'ours' if loop == 'ours_default_threads' else loop
+  elif loop == 'stock_1_thread':
+    # The stock loop at its other setting: one intra- and one inter-op
+    # thread; the peer is measured at the better of the two.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  loop = {'ours_default_threads': 'ours',
+          'stock_1_thread': 'stock'}.get(loop, loop)
   tf.random.set_seed(seed)
   train_step = tf.Variable(0, dtype=tf.int64)
 
@@ -266,12 +277,15 @@ def measure_steady(gin_file, loop, warmup, iterations, gin_bindings=(),
   return result
 
 
-def measure_cleanrl(python, cleanrl_dir, warmup, iterations, timeout):
+def measure_cleanrl(python, cleanrl_dir, warmup, iterations, timeout,
+                    one_thread=False):
   """CleanRL's ppo_atari.py in its own process; its updates timed.
 
   The CPU seconds of its process tree and the wall time are read when its
   `warmup`-th and its `warmup + iterations`-th "SPS:" line arrive (each is
-  printed after an update); then it is stopped.
+  printed after an update); then it is stopped. `one_thread`: torch's
+  thread pools at one thread (`OMP_NUM_THREADS=1`, `MKL_NUM_THREADS=1`)
+  instead of its default.
   """
   import psutil  # pylint: disable=g-import-not-at-top
   steps_per_update = CLEANRL_ENVS * CLEANRL_STEPS
@@ -283,8 +297,12 @@ def measure_cleanrl(python, cleanrl_dir, warmup, iterations, timeout):
       f'--total-timesteps={(warmup + iterations + 1) * steps_per_update}']
   start = time.monotonic()
   with tempfile.TemporaryDirectory() as run_dir:  # its runs/ go here
+    environment = dict(os.environ)
+    if one_thread:
+      environment.update(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
     process = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+                               stderr=subprocess.STDOUT, text=True,
+                               env=environment)
     updates, marks, tail = 0, [], []
     try:
       for line in process.stdout:
@@ -315,25 +333,33 @@ def measure_cleanrl(python, cleanrl_dir, warmup, iterations, timeout):
               steps_per_second=steps / (wall1 - wall0))
 
 
+CLEANRL_PEERS = ("CleanRL ppo_atari, torch's default threads",
+                 'CleanRL ppo_atari, 1 thread')
+
+
 def report_cleanrl(args):
-  """Ours (RND-PPO, Montezuma) and CleanRL's ppo_atari, interleaved."""
-  results = {'RND-PPO (ours)': [], "CleanRL ppo_atari (PPO, no RND)": []}
+  """Ours (RND-PPO, Montezuma) and CleanRL's ppo_atari at both thread
+  settings, interleaved; ratios to CleanRL's better setting."""
+  ours_label = 'RND-PPO (ours)'
+  results = {ours_label: [], CLEANRL_PEERS[0]: [], CLEANRL_PEERS[1]: []}
   for repeat in range(args.repeats):
     for label in results:
-      if label.startswith('RND-PPO'):
+      if label == ours_label:
         result = measure_steady(MONTEZUMA_GIN, 'ours', args.warmup,
                                 args.iterations, SHORT_WARM_UP, tree=True)
       else:
         result = measure_cleanrl(args.cleanrl_python, args.cleanrl_dir,
                                  args.warmup, args.iterations,
-                                 args.startup_timeout + 60 * args.iterations)
+                                 args.startup_timeout + 60 * args.iterations,
+                                 one_thread=label == CLEANRL_PEERS[1])
       results[label].append(result)
       print(f'  [cleanrl {repeat + 1}/{args.repeats}] {label}: '
             f'{result["steps_per_tree_cpu_second"]:,.0f} agent steps per '
             f'CPU-s of the process tree, {result["steps_per_second"]:,.0f} '
             f'agent steps/s, first update done '
             f'{result["first_train_seconds"]:.1f} s after start', flush=True)
-  print(f"\nMontezuma's Revenge, 8 envs, steady (median of {args.repeats})")
+  print(f"\nMontezuma's Revenge, 8 envs, steady (median of {args.repeats}; "
+        'CleanRL runs PPO without RND)')
   print('| loop | agent steps / CPU-s of the process tree | agent steps / s '
         '| start -> first update done (s) |')
   print('|---|---|---|---|')
@@ -341,10 +367,14 @@ def report_cleanrl(args):
     print(f'| {label} | {_fmt(_median(runs, "steps_per_tree_cpu_second"))} '
           f'| {_fmt(_median(runs, "steps_per_second"))} '
           f'| {_fmt(_median(runs, "first_train_seconds"), ".1f")} |')
-  ours, cleanrl = (_median(runs, 'steps_per_tree_cpu_second')
-                   for runs in results.values())
-  print(f'ratio ours / CleanRL (agent steps per CPU-s of the process tree): '
-        f'{ours / cleanrl:.2f}\n', flush=True)
+  for key, unit in (('steps_per_tree_cpu_second',
+                     'agent steps per CPU-s of the process tree'),
+                    ('steps_per_second', 'agent steps per second')):
+    best = max(CLEANRL_PEERS, key=lambda label: _median(results[label], key))
+    value = _median(results[ours_label], key) / _median(results[best], key)
+    print(f'ratio ours / CleanRL at its best setting ({best}; {unit}): '
+          f'{value:.2f}', flush=True)
+  print(flush=True)
 
 
 def measure_startup(timeout):
@@ -481,8 +511,9 @@ def _fmt(value, spec=',.0f'):
 def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
   """Runs (label, gin, loop[, bindings]) interleaved; a table and ratios.
 
-  The ratios are each label's env steps per CPU-s over the second's (the
-  reference: stock TF-Agents, the PPO twin). With `baseline` (another
+  The ratios are each label's env steps per CPU-s over the reference's:
+  the best per CPU-s of the stock loops (TF-Agents at both thread
+  settings) where there are any, else the second label (the PPO twin). With `baseline` (another
   checkout) each of our loops also runs from it, interleaved in the same
   repeats, as '<label> @ baseline', and each ratio to it is printed.
   """
@@ -490,7 +521,7 @@ def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
   if baseline:
     pairs += [(f'{label} @ baseline', gin_file, loop, bindings, baseline)
               for label, gin_file, loop, bindings, _ in pairs
-              if loop != 'stock']
+              if not loop.startswith('stock')]
   results = {label: [] for label, *_ in pairs}
   for repeat in range(repeats):
     for label, gin_file, loop, bindings, checkout in pairs:
@@ -516,7 +547,9 @@ def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
           f'| {_fmt(_median(results[label], "first_train_seconds"), ".1f")} '
           f'| {split["collect"]:.0f} / {split["train"]:.0f}'
           + (f' ({preprocessing:.0f})' if preprocessing else '') + ' |')
-  reference = pairs[1][0]
+  stock = [label for label, _, loop, *_ in pairs if loop.startswith('stock')]
+  reference = (max(stock, key=lambda label: _median(
+      results[label], 'steps_per_cpu_second')) if stock else pairs[1][0])
   ratios = {}
 
   def ratio(label, other):
@@ -526,8 +559,9 @@ def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
           flush=True)
     return value
 
-  for label, *_, checkout in pairs:
-    if label != reference and not checkout:
+  for label, _, loop, _, checkout in pairs:
+    if label != reference and not checkout and not (
+        stock and loop.startswith('stock')):
       ratios[label] = ratio(label, reference)
   for label, *_, checkout in pairs:
     if checkout:
@@ -613,6 +647,7 @@ def main():
     report_pairs('PPO CartPole, steady', [
         ('ours', CARTPOLE_GIN, 'ours'),
         ('stock TF-Agents', CARTPOLE_GIN, 'stock'),
+        ('stock TF-Agents, 1 thread', CARTPOLE_GIN, 'stock_1_thread'),
         ('ours with TF default threads', CARTPOLE_GIN,
          'ours_default_threads')],
         args.repeats, args.warmup, args.iterations, args.baseline_tree)
