@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-r"""What our agents' deep_sea runs explored, size by size.
+r"""What our agents' runs in a bsuite sweep did, id by id.
 
 Reads the runs of a `bsuite_sweep.py` work dir (`<work_dir>/<agent>/
-deep_sea-<setting>/`): each env's bsuite journal (every training episode
-in the order it ended) and, where the run wrote them, its TensorBoard
-summaries. Prints one markdown row per (agent, size):
+<experiment>-<setting>/`): each env's bsuite journal (every training
+episode in the order it ended) and, where the run wrote them, its
+TensorBoard summaries. Prints one markdown row per (agent, id).
 
+`--experiment=deep_sea`, per size N:
 * episodes run, good episodes (reached the treasure) and the first;
 * the most "right" moves in one episode (each costs 0.01 / N; N of them
   reach the treasure), and their mean over the last 100 episodes: how far
@@ -14,7 +15,11 @@ summaries. Prints one markdown row per (agent, size):
   the first and last summaries: whether the replayed batches still hold
   anything novel.
 
-    python benchmarks/deep_sea_readouts.py --work_dir=runs/bsuite_deep_sea \
+`--experiment=memory_len`, per memory length: episodes run and the share
+answered wrong (return -1) over the run, its first 200 and its last 200
+episodes: whether the agent came to remember the context, and when.
+
+    python benchmarks/bsuite_readouts.py --work_dir=runs/bsuite_deep_sea \
         --agent=r2d2_rnd --agent=r2d2
 """
 
@@ -31,9 +36,12 @@ from absl import logging
 _WORK_DIR = flags.DEFINE_string('work_dir', None, 'The sweep\'s work dir.',
                                 required=True)
 _AGENTS = flags.DEFINE_multi_string('agent', [], 'Agent names (dirs).')
+_EXPERIMENT = flags.DEFINE_enum('experiment', 'deep_sea',
+                                ['deep_sea', 'memory_len'],
+                                'The sweep\'s bsuite experiment.')
 
 MOVE_COST = 0.01  # bsuite deep_sea's unscaled cost of a "right" move
-SETTING = re.compile(r'deep_sea-(\d+)$')
+WINDOW = 200  # memory_len: episodes at the start and at the end
 INTRINSIC_TAGS = ('Intrinsic/reward_normalized_mean',
                   'Intrinsic/reward_normalized_max')
 
@@ -41,6 +49,12 @@ INTRINSIC_TAGS = ('Intrinsic/reward_normalized_mean',
 def size_of(setting):
   """deep_sea's size of a bsuite setting (sweep.py: 10, 12, ..., 50)."""
   return 10 + 2 * setting
+
+
+def memory_length_of(setting):
+  """memory_len's memory length of a bsuite setting."""
+  from bsuite.experiments.memory_len import sweep  # pylint: disable=g-import-not-at-top
+  return sweep.SETTINGS[setting]['memory_length']
 
 
 def episodes(run_dir):
@@ -81,7 +95,21 @@ def intrinsic_summaries(run_dir):
   return {tag: (min(v)[1], max(v)[1]) for tag, v in values.items() if v}
 
 
-def row(agent, setting, run_dir):
+def memory_len_row(agent, setting, run_dir):
+  played = episodes(run_dir)
+  if not played:
+    return None
+  wrong = [episode['return'] < 0 for episode in played]
+
+  def share(values):
+    return f'{sum(values) / len(values):.2f}'
+
+  cells = [agent, str(memory_length_of(setting)), f'{len(played):,}',
+           share(wrong), share(wrong[:WINDOW]), share(wrong[-WINDOW:])]
+  return '| ' + ' | '.join(cells) + ' |'
+
+
+def deep_sea_row(agent, setting, run_dir):
   size = size_of(setting)
   played = episodes(run_dir)
   if not played:
@@ -104,13 +132,22 @@ def row(agent, setting, run_dir):
 def main(argv):
   del argv
   logging.set_verbosity(logging.ERROR)  # TensorFlow's summary reader
-  print('| agent | size | episodes | good | first good | most right '
-        '| mean right, last 100 | r_i batch mean | r_i batch max |')
-  print('|---|---|---|---|---|---|---|---|---|')
+  experiment = _EXPERIMENT.value
+  if experiment == 'deep_sea':
+    print('| agent | size | episodes | good | first good | most right '
+          '| mean right, last 100 | r_i batch mean | r_i batch max |')
+    print('|---|---|---|---|---|---|---|---|---|')
+    row = deep_sea_row
+  else:
+    print(f'| agent | memory length | episodes | wrong | wrong, first '
+          f'{WINDOW} | wrong, last {WINDOW} |')
+    print('|---|---|---|---|---|---|')
+    row = memory_len_row
+  setting_dir = re.compile(re.escape(experiment) + r'-(\d+)$')
   for agent in _AGENTS.value:
     runs = []
     for run_dir in glob.glob(os.path.join(_WORK_DIR.value, agent, '*')):
-      match = SETTING.search(run_dir)
+      match = setting_dir.search(run_dir)
       if match:
         runs.append((int(match.group(1)), run_dir))
     for setting, run_dir in sorted(runs):

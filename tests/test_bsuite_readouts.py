@@ -1,4 +1,4 @@
-"""benchmarks/deep_sea_readouts.py on a hand-made sweep directory."""
+"""benchmarks/bsuite_readouts.py on hand-made sweep directories."""
 
 import importlib.util
 import json
@@ -10,11 +10,11 @@ import tempfile
 from absl.testing import absltest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(REPO_ROOT, 'benchmarks', 'deep_sea_readouts.py')
+SCRIPT = os.path.join(REPO_ROOT, 'benchmarks', 'bsuite_readouts.py')
 
 
 def _load():
-  spec = importlib.util.spec_from_file_location('deep_sea_readouts', SCRIPT)
+  spec = importlib.util.spec_from_file_location('bsuite_readouts', SCRIPT)
   module = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(module)
   return module
@@ -57,6 +57,28 @@ class ReadoutsTest(absltest.TestCase):
     # size 12: 4 episodes, 1 good (the 2nd to end), most right 12, mean
     # right (3 + 12 + 1 + 5) / 4, no intrinsic summaries.
     self.assertEqual(rows, ['| r2d2 | 12 | 4 | 1 | 2 | 12 | 5.2 | - | - |'])
+
+  def test_memory_len_rows_give_the_wrong_shares(self):
+    work_dir = tempfile.mkdtemp()
+    episodes_dir = os.path.join(work_dir, 'r2d2', 'memory_len-2', 'bsuite',
+                                'episodes')
+    os.makedirs(episodes_dir)
+    # 250 episodes: the first 200 wrong one in two, the last 50 right.
+    with open(os.path.join(episodes_dir, 'a.0.jsonl'), 'w') as f:
+      for i in range(250):
+        wrong = i < 200 and i % 2 == 0
+        f.write(json.dumps({'time': float(i), 'length': 4,
+                            'return': -1.0 if wrong else 1.0,
+                            'info': {}}) + '\n')
+    result = subprocess.run(
+        [sys.executable, SCRIPT, f'--work_dir={work_dir}', '--agent=r2d2',
+         '--experiment=memory_len'],
+        capture_output=True, text=True, check=True)
+    rows = [line for line in result.stdout.splitlines()
+            if line.startswith('| r2d2')]
+    # Setting 2 is memory length 3; 100 wrong of 250; the last 200 hold
+    # episodes 50-249, of which 75 are wrong.
+    self.assertEqual(rows, ['| r2d2 | 3 | 250 | 0.40 | 0.50 | 0.38 |'])
 
 
 if __name__ == '__main__':
