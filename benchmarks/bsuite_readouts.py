@@ -2,9 +2,10 @@
 r"""What our agents' runs in a bsuite sweep did, id by id.
 
 Reads the runs of a `bsuite_sweep.py` work dir (`<work_dir>/<agent>/
-<experiment>-<setting>/`): each env's bsuite journal (every training
-episode in the order it ended) and, where the run wrote them, its
-TensorBoard summaries. Prints one markdown row per (agent, id).
+<experiment>-<setting>/`): their bsuite journals (every training episode
+in the order it ended, `tfa_explore.environments.bsuite.read_journals`)
+and, where the run wrote them, its TensorBoard summaries. Prints one
+markdown row per (agent, id), the id's setting from bsuite's sweep.
 
 `--experiment=deep_sea`, per size N:
 * episodes run, good episodes (reached the treasure) and the first;
@@ -24,14 +25,20 @@ episodes: whether the agent came to remember the context, and when.
 """
 
 import glob
-import json
 import os
-import re
 import sys
 
+# Before TensorFlow is imported (by the package, and the summary reader).
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
+
+# pylint: disable=g-import-not-at-top
 from absl import app
 from absl import flags
 from absl import logging
+from bsuite import sweep
+
+from tfa_explore.environments import bsuite as bsuite_env
+# pylint: enable=g-import-not-at-top
 
 _WORK_DIR = flags.DEFINE_string('work_dir', None, 'The sweep\'s work dir.',
                                 required=True)
@@ -46,35 +53,14 @@ INTRINSIC_TAGS = ('Intrinsic/reward_normalized_mean',
                   'Intrinsic/reward_normalized_max')
 
 
-def size_of(setting):
-  """deep_sea's size of a bsuite setting (sweep.py: 10, 12, ..., 50)."""
-  return 10 + 2 * setting
-
-
-def memory_length_of(setting):
-  """memory_len's memory length of a bsuite setting."""
-  from bsuite.experiments.memory_len import sweep  # pylint: disable=g-import-not-at-top
-  return sweep.SETTINGS[setting]['memory_length']
-
-
-def episodes(run_dir):
-  """Every journaled episode of the run, in the order they ended."""
-  found = []
-  for path in glob.glob(os.path.join(run_dir, 'bsuite', 'episodes',
-                                     '*.jsonl')):
-    with open(path) as f:
-      for line in f:
-        try:
-          found.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut by a kill
-          continue
-  return sorted(found, key=lambda episode: episode['time'])
+def reached_treasure(episode):
+  return episode['info'].get('denoised_return', 0.0) > 0.5
 
 
 def right_moves(episode, size):
   """'right' moves of an episode, from its return (1 more if treasure)."""
-  good = episode['info'].get('denoised_return', 0.0) > 0.5
-  return round((float(good) - episode['return']) * size / MOVE_COST)
+  return round((float(reached_treasure(episode)) - episode['return']) *
+               size / MOVE_COST)
 
 
 def intrinsic_summaries(run_dir):
@@ -83,7 +69,6 @@ def intrinsic_summaries(run_dir):
                     recursive=True)
   if not paths:
     return {}
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   values = {tag: [] for tag in INTRINSIC_TAGS}
   for path in paths:
@@ -95,28 +80,23 @@ def intrinsic_summaries(run_dir):
   return {tag: (min(v)[1], max(v)[1]) for tag, v in values.items() if v}
 
 
-def memory_len_row(agent, setting, run_dir):
-  played = episodes(run_dir)
-  if not played:
-    return None
+def memory_len_row(agent, bsuite_id, played, run_dir):
+  del run_dir
   wrong = [episode['return'] < 0 for episode in played]
 
   def share(values):
     return f'{sum(values) / len(values):.2f}'
 
-  cells = [agent, str(memory_length_of(setting)), f'{len(played):,}',
-           share(wrong), share(wrong[:WINDOW]), share(wrong[-WINDOW:])]
+  cells = [agent, str(sweep.SETTINGS[bsuite_id]['memory_length']),
+           f'{len(played):,}', share(wrong), share(wrong[:WINDOW]),
+           share(wrong[-WINDOW:])]
   return '| ' + ' | '.join(cells) + ' |'
 
 
-def deep_sea_row(agent, setting, run_dir):
-  size = size_of(setting)
-  played = episodes(run_dir)
-  if not played:
-    return None
-  good = [i for i, e in enumerate(played)
-          if e['info'].get('denoised_return', 0.0) > 0.5]
-  rights = [right_moves(e, size) for e in played]
+def deep_sea_row(agent, bsuite_id, played, run_dir):
+  size = sweep.SETTINGS[bsuite_id]['size']
+  good = [i for i, episode in enumerate(played) if reached_treasure(episode)]
+  rights = [right_moves(episode, size) for episode in played]
   last = rights[-100:]
   cells = [agent, str(size), f'{len(played):,}', str(len(good)),
            f'{good[0] + 1:,}' if good else '-', f'{max(rights)}',
@@ -143,17 +123,15 @@ def main(argv):
           f'{WINDOW} | wrong, last {WINDOW} |')
     print('|---|---|---|---|---|---|')
     row = memory_len_row
-  setting_dir = re.compile(re.escape(experiment) + r'-(\d+)$')
   for agent in _AGENTS.value:
     runs = []
     for run_dir in glob.glob(os.path.join(_WORK_DIR.value, agent, '*')):
-      match = setting_dir.search(run_dir)
-      if match:
-        runs.append((int(match.group(1)), run_dir))
-    for setting, run_dir in sorted(runs):
-      line = row(agent, setting, run_dir)
-      if line:
-        print(line)
+      for bsuite_id, played in bsuite_env.read_journals(run_dir).items():
+        name, setting = bsuite_id.split('/')
+        if name == experiment and played:
+          runs.append((int(setting), bsuite_id, played, run_dir))
+    for _, bsuite_id, played, run_dir in sorted(runs, key=lambda r: r[0]):
+      print(row(agent, bsuite_id, played, run_dir))
   return 0
 
 

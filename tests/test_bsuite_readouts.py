@@ -31,9 +31,10 @@ class ReadoutsTest(absltest.TestCase):
                                 'episodes')
     os.makedirs(episodes_dir)
     # Two envs' journals; env 1's good episode ends second of four.
-    journals = {'a.0.jsonl': [_episode(1.0, 3, 12), _episode(4.0, 5, 12)],
-                'a.1.jsonl': [_episode(2.0, 12, 12, good=True),
-                              _episode(3.0, 1, 12)]}
+    journals = {'deep_sea-1.7.0.0.jsonl': [_episode(1.0, 3, 12),
+                                           _episode(4.0, 5, 12)],
+                'deep_sea-1.7.1.1.jsonl': [_episode(2.0, 12, 12, good=True),
+                                           _episode(3.0, 1, 12)]}
     for name, rows in journals.items():
       with open(os.path.join(episodes_dir, name), 'w') as f:
         for episode in rows:
@@ -54,7 +55,8 @@ class ReadoutsTest(absltest.TestCase):
                                 'episodes')
     os.makedirs(episodes_dir)
     # 250 episodes: the first 200 wrong one in two, the last 50 right.
-    with open(os.path.join(episodes_dir, 'a.0.jsonl'), 'w') as f:
+    with open(os.path.join(episodes_dir, 'memory_len-2.7.0.0.jsonl'),
+              'w') as f:
       for i in range(250):
         wrong = i < 200 and i % 2 == 0
         f.write(json.dumps({'time': float(i), 'length': 4,
