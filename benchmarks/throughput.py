@@ -130,17 +130,15 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
   seed = setting('seed')
   split = {'collect': 0.0, 'train': 0.0, 'preprocess (in train)': 0.0}
   timing = False
-  if loop == 'ours':
-    # As on_policy.train_eval does with the gin file's tf_threads; stock
-    # TF-Agents (and `ours_default_threads`) run with TensorFlow's own
-    # thread pools.
+  # `ours` sizes TF's pools as on_policy.train_eval does with the gin
+  # file's tf_threads; the stock loop runs at its two settings, TF's own
+  # pools and one thread each (the peer is measured at the better one), and
+  # `ours_default_threads` with TF's own pools.
+  tf_threads = (setting('tf_threads') if loop == 'ours' else
+                1 if loop == 'stock_1_thread' else None)
+  if tf_threads is not None:
     from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
-    run_kit.set_tf_threads(setting('tf_threads'))
-  elif loop == 'stock_1_thread':
-    # The stock loop at its other setting: one intra- and one inter-op
-    # thread; the peer is measured at the better of the two.
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    run_kit.set_tf_threads(tf_threads)
   loop = {'ours_default_threads': 'ours',
           'stock_1_thread': 'stock'}.get(loop, loop)
   tf.random.set_seed(seed)
@@ -513,9 +511,10 @@ def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
 
   The ratios are each label's env steps per CPU-s over the reference's:
   the best per CPU-s of the stock loops (TF-Agents at both thread
-  settings) where there are any, else the second label (the PPO twin). With `baseline` (another
-  checkout) each of our loops also runs from it, interleaved in the same
-  repeats, as '<label> @ baseline', and each ratio to it is printed.
+  settings) where there are any, else the second label (the PPO twin).
+  With `baseline` (another checkout) each of our loops also runs from it,
+  interleaved in the same repeats, as '<label> @ baseline', and each ratio
+  to it is printed.
   """
   pairs = [tuple(pair) + ((),) * (4 - len(pair)) + (None,) for pair in pairs]
   if baseline:
@@ -560,8 +559,7 @@ def report_pairs(title, pairs, repeats, warmup, iterations, baseline=None):
     return value
 
   for label, _, loop, _, checkout in pairs:
-    if label != reference and not checkout and not (
-        stock and loop.startswith('stock')):
+    if not (checkout or loop.startswith('stock')):
       ratios[label] = ratio(label, reference)
   for label, *_, checkout in pairs:
     if checkout:
