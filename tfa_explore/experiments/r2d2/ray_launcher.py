@@ -14,9 +14,10 @@ Ray restarts a role whose process dies (`max_restarts`) and calls its
 tables, a restarted learner resumes from its checkpoint, a restarted actor
 takes its incarnation from a `ray_restarts.RestartCounter` on the head
 node and seeds its envs from it (the learner writes the count as
-`Actors/restarts`); the others ride out the gap (`retry.ServerWait`). Every role parses the same
-gin config, so they agree on every setting as the binaries do. The Ray
-cluster's own failures (the head node, GCS) are Ray's to handle, not ours.
+`Actors/restarts`); the others ride out the gap (`retry.ServerWait`).
+Every role parses the same gin config, so they agree on every setting as
+the binaries do. The Ray cluster's own failures (the head node, GCS) are
+Ray's to handle, not ours.
 
 Resources per role are gin settings (`r2d2.RayResources.*`); they are
 Ray's logical resources, so a local cluster (no `--ray_address`) gets as
