@@ -14,7 +14,9 @@ step by step (the default), and the learner's loss under XLA
   one agent per variant in one process, timed interleaved (`--steps`
   steps per repeat) after two warm-up steps; medians and ratios to the
   while loop. Same weights, same batch (tests check that the variants
-  give the same numbers to float tolerance).
+  give the same numbers to float tolerance). Beside them, the peer's
+  learner step: TF-Agents' `DqnAgent` + `QRnnNetwork` of the same sizes
+  (`stock_agents.py`) on a batch of the same shape.
 * `run`: `train/train_eval.py` on the gin file with `--run_env_steps`
   (no evals or checkpoints in between), each variant `--run_repeats`
   times, interleaved; env steps and learner steps per second (the
@@ -40,6 +42,7 @@ from absl import app
 from absl import flags
 
 import common
+import stock_agents
 
 _MEASURE = flags.DEFINE_list('measure', ['learner', 'run'],
                              'learner, run, processes.')
@@ -68,6 +71,7 @@ _VARIANTS = {
     'XLA': (True, True),
 }
 _BASELINE = 'while loop'
+_STOCK = 'stock DqnAgent + QRnnNetwork'
 
 
 def measure_learner():
@@ -106,6 +110,14 @@ def measure_learner():
       times_sampled=tf.ones([size], tf.int32)))
   trains = {label: tf.function(agent.train, autograph=False)
             for label, agent in agents.items()}
+  # The peer's step: TF-Agents' DqnAgent + QRnnNetwork of the same sizes
+  # on a batch of the same shape (no burn-in, priorities or rescaling).
+  stock = stock_agents.recurrent_dqn_agent(
+      plain.time_step_spec, plain.action_spec,
+      tf.Variable(0, dtype=tf.int64))
+  stock_batch = r2d2_testing.random_sequences(stock, step_types)
+  stock_train = tf.function(stock.train, autograph=False)
+  trains[_STOCK] = lambda _: stock_train(stock_batch)
   for train in trains.values():
     for _ in range(2):
       train(batch)
@@ -126,7 +138,7 @@ def measure_learner():
     medians[label] = (statistics.median(v[0] for v in values),
                       statistics.median(v[1] for v in values))
     print(f'| {label} | {medians[label][0]:.1f} | {medians[label][1]:.1f} |')
-  for label in agents:
+  for label in trains:
     if label != _BASELINE:
       print(f'ratio {label} / {_BASELINE}: '
             f'{medians[label][0] / medians[_BASELINE][0]:.2f} (per s), '

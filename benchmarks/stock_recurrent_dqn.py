@@ -28,6 +28,8 @@ import time
 from absl import app
 from absl import flags
 
+import stock_agents  # benchmarks/stock_agents.py, next to this script.
+
 _GIN_FILE = flags.DEFINE_string('gin_file', 'gin/r2d2/stateless_cartpole.gin',
                                 'An R2D2 gin file.')
 _NUM_ENV_STEPS = flags.DEFINE_integer('num_env_steps', 80_000,
@@ -36,18 +38,14 @@ _LOG_INTERVAL = flags.DEFINE_integer('log_interval', 10_000,
                                      'A progress line every this many.')
 _TF_THREADS = flags.DEFINE_integer(
     'tf_threads', None, 'TF intra- and inter-op threads (default: TF\'s).')
-_EPSILON = 0.4
 
 
 def main(argv):
   del argv
-  import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_agents.agents.dqn import dqn_agent  # pylint: disable=g-import-not-at-top
   from tf_agents.drivers import dynamic_step_driver  # pylint: disable=g-import-not-at-top
   from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
   from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
-  from tf_agents.networks import q_rnn_network  # pylint: disable=g-import-not-at-top
   from tf_agents.replay_buffers import tf_uniform_replay_buffer  # pylint: disable=g-import-not-at-top
   from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
@@ -59,10 +57,7 @@ def main(argv):
   runner.parse_gin([_GIN_FILE.value], [])
   settings = settings_lib.from_gin()
 
-  def agent_setting(name):
-    return gin.query_parameter(f'r2d2.r2d2_agent_fn.{name}')
-
-  sequence = agent_setting('sequence_config').scoped_configurable_fn()
+  sequence = stock_agents.agent_setting('sequence_config')
   sequence_length = sequence.burn_in_steps + sequence.trace_length
   num_envs = settings.num_actors * settings.envs_per_actor
   tf.random.set_seed(settings.seed)
@@ -71,26 +66,9 @@ def main(argv):
           [settings.env_loader(seed=s)
            for s in batched.env_seeds(settings.seed, num_envs)],
           multithreading=False))
-  lstm_size = agent_setting('lstm_size')
-  q_network = q_rnn_network.QRnnNetwork(
-      environment.observation_spec(), environment.action_spec(),
-      input_fc_layer_params=tuple(agent_setting('torso_fc_layer_params')),
-      lstm_size=(lstm_size,),
-      output_fc_layer_params=tuple(agent_setting('dueling_fc_layer_params')))
   train_step = tf.Variable(0, dtype=tf.int64)
-  agent = dqn_agent.DqnAgent(
-      environment.time_step_spec(), environment.action_spec(),
-      q_network=q_network,
-      optimizer=tf.keras.optimizers.Adam(
-          learning_rate=agent_setting('learning_rate'),
-          epsilon=agent_setting('adam_epsilon')),
-      epsilon_greedy=_EPSILON,
-      target_update_period=agent_setting('target_update_period'),
-      gamma=agent_setting('gamma'),
-      gradient_clipping=agent_setting('gradient_clipping'),
-      td_errors_loss_fn=tfa_common.element_wise_huber_loss,
-      train_step_counter=train_step)
-  agent.initialize()
+  agent = stock_agents.recurrent_dqn_agent(
+      environment.time_step_spec(), environment.action_spec(), train_step)
   capacity_steps = settings.replay_capacity * sequence.replay_period
   replay_buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
       agent.collect_data_spec, batch_size=num_envs,

@@ -34,15 +34,15 @@ seconds are printed too, with the load average before and after.
   our loop) on MountainCar and MiniGrid-Empty-8x8 (gin/rnd_ppo/<task>.gin
   and gin/ppo/<task>.gin).
 * `torso`: agent steps per CPU-second of RND-PPO on Montezuma's Revenge
-  (gin/rnd_ppo/montezuma.gin, 8 subprocess envs) with its shared torso
+  (gin/rnd_ppo/montezuma.gin, its 8 envs) with its shared torso
   against the same file with two torsos (an actor and a value network of
   their own, (256, 448) units each after the convs, the file's layout
   before the shared torso). The RND warm-up is cut to 64 steps (it is not
   timed).
-* `cleanrl`: agent steps per CPU-second of the whole process tree (the
-  learner and its 8 env subprocesses for ours) of RND-PPO on Montezuma's
-  Revenge (gin/rnd_ppo/montezuma.gin, 8 envs, 128 steps each per update)
-  against CleanRL's `ppo_atari.py` (no RND; 8 envs, 128 steps,
+* `cleanrl`: agent steps per CPU-second of the whole process tree (env
+  subprocesses included) of RND-PPO on Montezuma's Revenge
+  (gin/rnd_ppo/montezuma.gin as shipped, 8 in-process envs, 128 steps
+  each per update; and the same with one subprocess per env) against CleanRL's `ppo_atari.py` (no RND; 8 envs, 128 steps,
   `--no-cuda`), run unchanged from a CleanRL checkout by the Python of an
   environment with PyTorch (`--cleanrl_dir`, `--cleanrl_python`; set-up
   in docs/performance.md) through `benchmarks/cleanrl_shim.py`, with
@@ -145,7 +145,13 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
   train_step = tf.Variable(0, dtype=tf.int64)
 
   if loop == 'ours':
-    environment = batched.make_batched_env(env_loader, num_envs, seed)
+    # As on_policy.train_eval builds it: the gin file's parallel_envs says
+    # whether each env steps in a subprocess (the Atari files) or in-process.
+    parallel = setting('parallel_envs')
+    if parallel:
+      batched.enable_multiprocessing()
+    environment = batched.make_batched_env(env_loader, num_envs, seed,
+                                           parallel=parallel)
     agent = agent_fn(
         time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),
         action_spec=tensor_spec.from_spec(environment.action_spec()),
@@ -339,12 +345,17 @@ def report_cleanrl(args):
   """Ours (RND-PPO, Montezuma) and CleanRL's ppo_atari at both thread
   settings, interleaved; ratios to CleanRL's better setting."""
   ours_label = 'RND-PPO (ours)'
-  results = {ours_label: [], CLEANRL_PEERS[0]: [], CLEANRL_PEERS[1]: []}
+  subprocess_label = 'RND-PPO (ours), one subprocess per env'
+  results = {ours_label: [], subprocess_label: [], CLEANRL_PEERS[0]: [],
+             CLEANRL_PEERS[1]: []}
   for repeat in range(args.repeats):
     for label in results:
-      if label == ours_label:
+      if label in (ours_label, subprocess_label):
+        bindings = SHORT_WARM_UP + (
+            ('on_policy.train_eval.parallel_envs = True',)
+            if label == subprocess_label else ())
         result = measure_steady(MONTEZUMA_GIN, 'ours', args.warmup,
-                                args.iterations, SHORT_WARM_UP, tree=True)
+                                args.iterations, bindings, tree=True)
       else:
         result = measure_cleanrl(args.cleanrl_python, args.cleanrl_dir,
                                  args.warmup, args.iterations,
