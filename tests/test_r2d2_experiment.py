@@ -270,10 +270,24 @@ def _process_running(pid):
 class OrphanedActorTest(absltest.TestCase):
 
   def test_actor_process_exits_when_its_parent_is_killed(self):
+    self._check_orphan_exits('')
+
+  def test_orphan_exits_when_its_stderr_is_a_broken_pipe(self):
+    # As after a kill of train_eval and its stderr line filter: absl's
+    # handler raises on the watchdog's last line, which must not stop the
+    # exit.
+    self._check_orphan_exits(
+        'read_end, write_end = os.pipe()\n'
+        'os.close(read_end)\n'
+        'os.dup2(write_end, 2)\n'
+        'from absl import logging\n'
+        'logging.use_absl_handler()\n')
+
+  def _check_orphan_exits(self, child_setup):
     # parent (SIGKILLed below, so no clean-up runs) -> child with the
     # watchdog `_actor_process_main` installs, sleeping as a blocked actor.
     child_code = (
-        'import os, time\n'
+        'import os, time\n' + child_setup +
         'from tfa_explore.experiments.r2d2 import launcher\n'
         'launcher.exit_when_orphaned(os.getppid(), poll_seconds=0.1)\n'
         'print("ready", flush=True)\n'

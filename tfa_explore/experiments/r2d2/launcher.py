@@ -79,13 +79,17 @@ def exit_when_orphaned(parent_pid: int, poll_seconds: float = 1.0) -> None:
   the in-process Reverb server with it but cannot stop its actor
   subprocesses, which would then wait on the dead server forever. The
   actor holds nothing that outlives the replay it was feeding, so it
-  exits at once.
+  exits at once, even when its line cannot be written: a kill of the
+  learner and its stderr line filter (`console`) leaves a broken pipe,
+  and absl's handler raises on it.
   """
   def watch():
     while os.getppid() == parent_pid:
       time.sleep(poll_seconds)
-    logging.warning('Parent process %d is gone: actor exits.', parent_pid)
-    os._exit(1)  # pylint: disable=protected-access
+    try:
+      logging.warning('Parent process %d is gone: actor exits.', parent_pid)
+    finally:
+      os._exit(1)  # pylint: disable=protected-access
 
   threading.Thread(target=watch, name='orphan_watchdog', daemon=True).start()
 
