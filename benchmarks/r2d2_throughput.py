@@ -20,9 +20,13 @@ Peers, each a fresh process, interleaved (A B C A B C ...):
 A window runs from the first progress line at or past `--window_start` env
 steps to the first at or past `--window_end`: env steps over the CPU
 seconds of the whole process tree (psutil, sampled when each of the two
-lines appears) and over wall seconds. Start-up, replay warm-up and tracing
-fall before it. The table shows medians; the ratios are ours over each
-peer. The load average is printed before and after.
+lines appears) and over wall seconds, and the CPU-ms per env step of the
+main process (ours: the learner with the Reverb server) and of its children
+(ours: the actor processes). The stock loop also prints its own split,
+collection per env step and sampling + training per learner step. Start-up,
+replay warm-up and tracing fall before the window. The table shows
+medians; the ratios are ours over each peer. The load average is printed
+before and after.
 """
 
 import os
@@ -92,7 +96,9 @@ def _steps(log_path):
 
 
 def measure(command, log_path, environment=None):
-  """(env steps per CPU-s, env steps per s) over the window of one run."""
+  """Over the window of one run: env steps per CPU-s of the process tree,
+  env steps per s, and CPU-ms per env step of the main process and of its
+  children (ours: learner with the Reverb server, and the actors)."""
   with open(log_path, 'w') as log:
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                cwd=common.REPO_ROOT, env=environment)
@@ -104,7 +110,7 @@ def measure(command, log_path, environment=None):
         steps = [s for s in _steps(log_path) if s >= threshold]
         if steps:
           marks.append((steps[0], common.tree_cpu_seconds(process.pid),
-                        time.monotonic()))
+                        _own_cpu_seconds(process.pid), time.monotonic()))
           break
         if process.poll() is not None or time.time() > deadline:
           with open(log_path) as f:
@@ -115,9 +121,19 @@ def measure(command, log_path, environment=None):
     subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
     process.kill()
     process.wait()
-  (steps0, cpu0, wall0), (steps1, cpu1, wall1) = marks
-  return (steps1 - steps0) / (cpu1 - cpu0), (steps1 - steps0) / (wall1 -
-                                                                  wall0)
+  (steps0, cpu0, own0, wall0), (steps1, cpu1, own1, wall1) = marks
+  steps = steps1 - steps0
+  return (steps / (cpu1 - cpu0), steps / (wall1 - wall0),
+          1000 * (own1 - own0) / steps, 1000 * (cpu1 - cpu0 - own1 + own0) /
+          steps)
+
+
+def _own_cpu_seconds(pid):
+  """CPU seconds of process `pid` alone (ours: the learner with the Reverb
+  server; its actor processes are its children)."""
+  import psutil  # pylint: disable=g-import-not-at-top
+  times = psutil.Process(pid).cpu_times()
+  return times.user + times.system
 
 
 def main(argv):
@@ -130,20 +146,32 @@ def main(argv):
         os.path.join(workdir, f'ours_{repeat}')).items():
       log_path = os.path.join(workdir,
                               f'{label.replace(" ", "_")}_{repeat}.log')
-      per_cpu, per_second = measure(command, log_path, environment)
-      results.setdefault(label, []).append((per_cpu, per_second))
+      per_cpu, per_second, main_ms, children_ms = measure(
+          command, log_path, environment)
+      results.setdefault(label, []).append((per_cpu, per_second, main_ms,
+                                            children_ms))
       print(f'  {label}, repeat {repeat}: {per_cpu:,.0f} env steps per '
-            f'CPU-s, {per_second:,.0f} per s', flush=True)
+            f'CPU-s, {per_second:,.0f} per s; CPU-ms per env step: '
+            f'{main_ms:.3f} main process, {children_ms:.3f} its children',
+            flush=True)
+      if label.startswith('stock'):
+        # Its own split, from its progress lines in the window.
+        with open(log_path) as f:
+          split = [line.rsplit('| ', 1)[-1].strip() for line in f
+                   if 'CPU-ms per env step in collection' in line]
+        print(f'    {split[-1] if split else ""}', flush=True)
   print(f'load average after: {os.getloadavg()}')
-  medians = {label: (statistics.median(v[0] for v in values),
-                     statistics.median(v[1] for v in values))
+  medians = {label: tuple(statistics.median(v[k] for v in values)
+                          for k in range(4))
              for label, values in results.items()}
   print(f'\n{_GIN_FILE.value}, env steps {_WINDOW_START.value:,} to '
         f'{_WINDOW_END.value:,}, medians of {_REPEATS.value}')
-  print('| loop | env steps / CPU-s | env steps / s |')
-  print('|---|---|---|')
-  for label, (per_cpu, per_second) in medians.items():
-    print(f'| {label} | {per_cpu:,.0f} | {per_second:,.0f} |')
+  print('| loop | env steps / CPU-s | env steps / s | CPU-ms per env step: '
+        'main process / its children |')
+  print('|---|---|---|---|')
+  for label, (per_cpu, per_second, main_ms, children_ms) in medians.items():
+    print(f'| {label} | {per_cpu:,.0f} | {per_second:,.0f} | '
+          f'{main_ms:.3f} / {children_ms:.3f} |')
   if 'ours' not in medians:
     return
   peers = [label for label in medians if label not in ('ours', 'baseline')]

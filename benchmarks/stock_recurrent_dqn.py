@@ -99,21 +99,35 @@ def main(argv):
         f'steps of {settings.batch_size} x {sequence_length} per '
         f'{steps_per_iteration} env steps (threads: '
         f'{_TF_THREADS.value or "TF default"}).', flush=True)
+  # CPU seconds of this process in collection and in sampling + training
+  # since the last progress line.
+  collect_cpu = train_cpu = 0.0
+  last_log_train_steps = 0
   while env_steps < _NUM_ENV_STEPS.value:
+    cpu = time.process_time()
     time_step, policy_state = collect(time_step, policy_state)
+    collect_cpu += time.process_time() - cpu
     previous = env_steps
     env_steps += steps_per_iteration
     if env_steps >= warm_up:
+      cpu = time.process_time()
       for _ in range(learner_steps):
         experience, _ = next(iterator)
         train(experience)
+      train_cpu += time.process_time() - cpu
     if env_steps // _LOG_INTERVAL.value > previous // _LOG_INTERVAL.value:
       now = time.monotonic()
       rate = (env_steps - last_log_steps) / max(now - last_log_time, 1e-9)
+      new_train_steps = int(train_step) - last_log_train_steps
       print(f'env steps {env_steps:,}/{_NUM_ENV_STEPS.value:,} | '
             f'{rate:,.0f} env steps/s | learner steps {int(train_step):,} '
-            f'| {now - start:.0f} s', flush=True)
+            f'| {now - start:.0f} s | CPU-ms per env step in collection '
+            f'{1000 * collect_cpu / (env_steps - last_log_steps):.3f}, per '
+            f'learner step in sampling + training '
+            f'{1000 * train_cpu / max(new_train_steps, 1):.2f}', flush=True)
       last_log_time, last_log_steps = now, env_steps
+      last_log_train_steps = int(train_step)
+      collect_cpu = train_cpu = 0.0
 
 
 if __name__ == '__main__':
