@@ -8,6 +8,7 @@ import numpy as np
 import portpicker
 import reverb
 import tensorflow as tf
+import tree
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.replay_buffers import reverb_replay_buffer
 from tf_agents.train import actor
@@ -178,6 +179,24 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     for _, _, priority, data in batched_items:
       self.assertAllClose(priority, single_priority(data), rtol=1e-5)
     self.assertGreater(min(p for _, _, p, _ in batched_items), 0.0)
+
+
+class PackerTest(support.TestCase):
+
+  def test_rebuilds_what_unflatten_as_rebuilds(self):
+    # A Trajectory with the R2D2 policy info's nesting: a dict (flattened
+    # in sorted key order, here not its insertion order) holding a tuple.
+    structure = support.random_sequences(
+        support.make_agent(), np.ones((1, 3), np.int32))
+    structure = structure._replace(policy_info={
+        'prev_reward': 1, 'network_state': (2, 3), 'prev_action': 4})
+    leaves = [np.full((), i) for i in range(len(tree.flatten(structure)))]
+    packed = sequence_writer._packer(structure)(iter(leaves))  # pylint: disable=protected-access
+    expected = tree.unflatten_as(structure, leaves)
+    self.assertIs(type(packed), type(expected))
+    tree.assert_same_structure(packed, expected)
+    for got, want in zip(tree.flatten(packed), tree.flatten(expected)):
+      self.assertIs(got, want)
 
 
 class CloseTest(support.TestCase):

@@ -67,6 +67,24 @@ def _last_steps(writer, length):
   return tree.map_structure(lambda column: column[-length:], writer.history)
 
 
+def _packer(structure):
+  """A function that rebuilds `structure`'s nest from an iterator over its
+  leaves in `tree.flatten` order: `tree.unflatten_as` for one fixed
+  structure, without its per-call walk of the structure."""
+  if isinstance(structure, dict):
+    keys = sorted(structure)  # tree.flatten's order of a dict's values
+    packs = [_packer(structure[key]) for key in keys]
+    return lambda leaves: type(structure)(
+        zip(keys, [pack(leaves) for pack in packs]))
+  if isinstance(structure, tuple) and hasattr(structure, '_fields'):
+    packs = [_packer(field) for field in structure]
+    return lambda leaves: type(structure)(*[pack(leaves) for pack in packs])
+  if isinstance(structure, (tuple, list)):
+    packs = [_packer(item) for item in structure]
+    return lambda leaves: type(structure)([pack(leaves) for pack in packs])
+  return next
+
+
 class _Deadline:
   """The time left of one timeout shared by several waits (None: none)."""
 
@@ -162,12 +180,17 @@ class R2D2SequenceObserver:
     of all environments' new items in one call. Every `add` must be
     followed by `write_pending` before the next `add`.
     """
-    trajectory = tree.map_structure(np.asarray, trajectory)
+    self._add(tree.map_structure(np.asarray, trajectory))
+
+  def _add(self, trajectory):
+    """`add` of a trajectory whose leaves are numpy arrays already."""
     if self._success_table is not None:
       self._episode_steps.append(trajectory)
       self._episode_return += float(np.sum(trajectory.reward))
     for stream_step in self._cutter.add(trajectory):
-      self._writer.append(stream_step.step)
+      # Flat: Reverb's `append` walks a nested step's paths in Python at
+      # every call; the flat columns are the table signature's, in order.
+      self._writer.append(tree.flatten(stream_step.step))
       if stream_step.item is not None:
         self._pending.append(
             (stream_step.item,
@@ -305,6 +328,7 @@ class BatchedSequenceWriter:
     if num_envs < 1:
       raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
     self._priorities_fn = priorities_fn
+    self._pack = None  # `_packer` of the first trajectory's structure
     self._observers = [
         R2D2SequenceObserver(
             py_client, table_name, sequence_config,
@@ -329,9 +353,11 @@ class BatchedSequenceWriter:
       raise ValueError(
           f'Expected trajectories of batch size {len(self._observers)}, got '
           f'leading shape {leaves[0].shape[:1]}.')
+    if self._pack is None:
+      self._pack = _packer(trajectory)
     for index, observer in enumerate(self._observers):
-      observer.add(tree.unflatten_as(
-          trajectory, [leaf[index] for leaf in leaves]))
+      # `[index, ...]` keeps 0-d arrays (not numpy scalars), as `add` would.
+      observer._add(self._pack(iter([leaf[index, ...] for leaf in leaves])))  # pylint: disable=protected-access
     if self._priorities_fn is None:
       for observer in self._observers:
         observer.write_pending()
