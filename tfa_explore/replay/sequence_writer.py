@@ -154,7 +154,8 @@ class R2D2SequenceObserver:
           missing_hint=f'the server has tables {sorted(server_info)}.')
     self._cutter = sequence_cutter.SequenceCutter(sequence_config)
     # Pending items (see `add`) reach back at most one sequence and one
-    # stride of rear padding.
+    # stride: the rear padding after the item, or the `add`s an item may
+    # wait (`BatchedSequenceWriter`), up to the next item end.
     self._writer = py_client.trajectory_writer(
         num_keep_alive_refs=self._sequence_length + sequence_config.stride)
     self._num_items = 0
@@ -178,7 +179,11 @@ class R2D2SequenceObserver:
 
     `BatchedSequenceWriter` uses the two halves to compute the priorities
     of all environments' new items in one call. Every `add` must be
-    followed by `write_pending` before the next `add`.
+    followed by `write_pending` before the next `add`, or at the latest
+    `stride` `add`s later and before the next episode's first: within that,
+    a pending item's steps are still alive in the Reverb writer (the next
+    item's end, or the episode's last step and its rear padding up to it,
+    is at most `stride` steps on).
     """
     self._add(tree.map_structure(np.asarray, trajectory))
 
@@ -197,6 +202,15 @@ class R2D2SequenceObserver:
              _last_steps(self._writer, self._sequence_length)))
     if trajectory.is_boundary():
       self._episode_over = True
+
+  @property
+  def episode_over(self):
+    """The last `add` ended the episode (`write_pending` comes next)."""
+    return self._episode_over
+
+  @property
+  def num_pending(self):
+    return len(self._pending)
 
   @property
   def pending_sequences(self):
@@ -304,6 +318,12 @@ class BatchedSequenceWriter:
   observer (its own episode stream and Reverb writer); the initial
   priorities of all items completed in a step are computed in one call of
   `priorities_fn`, which is what makes many environments per actor cheap.
+
+  With `priorities_fn`, items wait up to a stride of steps so that one call
+  serves more of them: the envs' episodes fall out of step, and a call
+  costs about the same for one sequence as for sixteen
+  (docs/performance.md). They are written once there are `num_envs` of
+  them, an episode ended, or the oldest waited `stride` steps.
   """
 
   def __init__(self, py_client, table_name, sequence_config, num_envs,
@@ -329,6 +349,9 @@ class BatchedSequenceWriter:
       raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
     self._priorities_fn = priorities_fn
     self._pack = None  # `_packer` of the first trajectory's structure
+    # Steps the oldest pending item may wait for its priority (0: none).
+    self._max_wait = sequence_config.stride if priorities_fn else 0
+    self._waited = 0  # steps since the pending items were last written
     self._observers = [
         R2D2SequenceObserver(
             py_client, table_name, sequence_config,
@@ -362,6 +385,16 @@ class BatchedSequenceWriter:
       for observer in self._observers:
         observer.write_pending()
       return
+    self._waited += 1
+    if (self._waited > self._max_wait or
+        sum(observer.num_pending for observer in self._observers) >=
+        len(self._observers) or
+        any(observer.episode_over for observer in self._observers)):
+      self._write_pending()
+
+  def _write_pending(self):
+    """Writes every env's pending items, their priorities in one call."""
+    self._waited = 0
     sequences = [observer.pending_sequences for observer in self._observers]
     flat = [sequence for per_env in sequences for sequence in per_env]
     if not flat:
@@ -375,6 +408,8 @@ class BatchedSequenceWriter:
       start += len(per_env)
 
   def flush(self):
+    if self._priorities_fn is not None:
+      self._write_pending()
     for observer in self._observers:
       observer.flush()
 
@@ -390,6 +425,11 @@ class BatchedSequenceWriter:
     """
     deadline = _Deadline(timeout_ms)
     error = None
+    if self._priorities_fn is not None:
+      try:
+        self._write_pending()  # the items still waiting for priorities
+      except Exception as e:  # pylint: disable=broad-except
+        error = e
     for observer in self._observers:
       try:
         observer.close(deadline.remaining_ms())
