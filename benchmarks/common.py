@@ -18,17 +18,35 @@ TRAIN_EVAL = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
 def tree_cpu_seconds(pid=None):
   """User + system CPU seconds of a process (default: this one) and its live
   children. Needs psutil (the `bench` extra)."""
+  return sum(own_and_children_cpu_seconds(pid))
+
+
+def own_and_children_cpu_seconds(pid=None):
+  """(the process's own, its live children's) user + system CPU seconds,
+  read in one walk of the tree. Needs psutil (the `bench` extra)."""
   import psutil  # pylint: disable=g-import-not-at-top
-  total = 0.0
-  processes = [psutil.Process(pid)]
-  processes += processes[0].children(recursive=True)
-  for process in processes:
+  root = psutil.Process(pid)
+  own, children = 0.0, 0.0
+  for process in [root] + root.children(recursive=True):
     try:
       times = process.cpu_times()
     except psutil.NoSuchProcess:
       continue
-    total += times.user + times.system
-  return total
+    if process.pid == root.pid:
+      own = times.user + times.system
+    else:
+      children += times.user + times.system
+  return own, children
+
+
+def gin_value(name):
+  """The value gin binds to `name` ('scope.function.parameter'), a macro
+  or an evaluated reference (`@f()`) evaluated. Gin must be parsed."""
+  import gin  # pylint: disable=g-import-not-at-top
+  value = gin.query_parameter(name)
+  if getattr(value, 'evaluate', False):
+    return value.scoped_configurable_fn()
+  return value
 
 
 def read_scalars(directory):

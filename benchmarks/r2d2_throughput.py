@@ -109,8 +109,9 @@ def measure(command, log_path, environment=None):
       while True:
         steps = [s for s in _steps(log_path) if s >= threshold]
         if steps:
-          marks.append((steps[0], common.tree_cpu_seconds(process.pid),
-                        _own_cpu_seconds(process.pid), time.monotonic()))
+          marks.append((steps[0],
+                         *common.own_and_children_cpu_seconds(process.pid),
+                         time.monotonic()))
           break
         if process.poll() is not None or time.time() > deadline:
           with open(log_path) as f:
@@ -121,19 +122,11 @@ def measure(command, log_path, environment=None):
     subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
     process.kill()
     process.wait()
-  (steps0, cpu0, own0, wall0), (steps1, cpu1, own1, wall1) = marks
+  (steps0, own0, children0, wall0), (steps1, own1, children1, wall1) = marks
   steps = steps1 - steps0
-  return (steps / (cpu1 - cpu0), steps / (wall1 - wall0),
-          1000 * (own1 - own0) / steps, 1000 * (cpu1 - cpu0 - own1 + own0) /
-          steps)
-
-
-def _own_cpu_seconds(pid):
-  """CPU seconds of process `pid` alone (ours: the learner with the Reverb
-  server; its actor processes are its children)."""
-  import psutil  # pylint: disable=g-import-not-at-top
-  times = psutil.Process(pid).cpu_times()
-  return times.user + times.system
+  own, children = own1 - own0, children1 - children0
+  return (steps / (own + children), steps / (wall1 - wall0),
+          1000 * own / steps, 1000 * children / steps)
 
 
 def main(argv):

@@ -6,16 +6,14 @@ its train step beside ours). Reads the gin file's `r2d2.r2d2_agent_fn`
 values, so gin must already be parsed.
 """
 
+import common  # benchmarks/common.py, next to this module.
+
 EPSILON = 0.4  # R2D2's most random actor slot.
 
 
 def agent_setting(name):
   """A bound value of `r2d2.r2d2_agent_fn`, macros evaluated."""
-  import gin  # pylint: disable=g-import-not-at-top
-  value = gin.query_parameter(f'r2d2.r2d2_agent_fn.{name}')
-  if getattr(value, 'evaluate', False):
-    return value.scoped_configurable_fn()
-  return value
+  return common.gin_value(f'r2d2.r2d2_agent_fn.{name}')
 
 
 def recurrent_dqn_agent(time_step_spec, action_spec, train_step):

@@ -42,8 +42,8 @@ seconds are printed too, with the load average before and after.
 * `cleanrl`: agent steps per CPU-second of the whole process tree (env
   subprocesses included) of RND-PPO on Montezuma's Revenge
   (gin/rnd_ppo/montezuma.gin as shipped, 8 in-process envs, 128 steps
-  each per update; and the same with one subprocess per env) against CleanRL's `ppo_atari.py` (no RND; 8 envs, 128 steps,
-  `--no-cuda`), run unchanged from a CleanRL checkout by the Python of an
+  each per update; and the same with one subprocess per env) against
+  CleanRL's `ppo_atari.py` (no RND; 8 envs, 128 steps, `--no-cuda`), run unchanged from a CleanRL checkout by the Python of an
   environment with PyTorch (`--cleanrl_dir`, `--cleanrl_python`; set-up
   in docs/performance.md) through `benchmarks/cleanrl_shim.py`, with
   torch's default threads and with one (`OMP_NUM_THREADS=1`); ours is
@@ -106,7 +106,6 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
   subprocesses) over the timed iterations.
   """
   start_wall = time.monotonic()
-  import gin  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
@@ -118,10 +117,7 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
   runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], list(gin_bindings))
 
   def setting(name):
-    value = gin.query_parameter(f'on_policy.train_eval.{name}')
-    if getattr(value, 'evaluate', False):  # a macro such as %SEED
-      return value.scoped_configurable_fn()
-    return value
+    return common.gin_value(f'on_policy.train_eval.{name}')
 
   env_loader = setting('env_loader').scoped_configurable_fn
   agent_fn = setting('agent_fn').scoped_configurable_fn

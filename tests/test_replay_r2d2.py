@@ -118,35 +118,39 @@ class SequenceWriterTest(_ReverbTestCase):
 
 class BatchedSequenceWriterTest(_ReverbTestCase):
 
-  def test_same_items_as_one_observer_per_env_and_batched_priorities(self):
+  def _write_both(self, agent, episode_length, episode_lengths, num_steps,
+                  priorities_fn):
+    """The same transitions into a batched writer (table 'batched') and one
+    observer per env (table 'per_env'), then both flushed.
+
+    The envs are Counting envs of `episode_length` truncated at each of
+    `episode_lengths` (same specs, different episode lengths). Returns the
+    client, the batched writer and the per-env observers.
+    """
     from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
-    from tf_agents.trajectories import trajectory as trajectory_lib  # pylint: disable=g-import-not-at-top
     from tfa_explore.testing import fake_envs  # pylint: disable=g-import-not-at-top
-    agent = support.make_agent(env=support.counting_env(episode_length=9))
-    length = agent.sequence_config.sequence_length
-    signature = tables.sequence_signature(agent.collect_data_spec, length)
+    config = agent.sequence_config
+    signature = tables.sequence_signature(agent.collect_data_spec,
+                                          config.sequence_length)
     _, client = self.start_server([
         reverb.Table.queue('batched', max_size=1000, signature=signature),
         reverb.Table.queue('per_env', max_size=1000, signature=signature)])
-    episode_lengths = (2, 9, 5)
     env = batched_py_environment.BatchedPyEnvironment(
-        # Same specs, different episode lengths: truncated Counting envs.
-        [fake_envs.load_counting(episode_length=9, max_episode_steps=n)
-         for n in episode_lengths],
-        multithreading=False)
+        [fake_envs.load_counting(episode_length=episode_length,
+                                 max_episode_steps=n)
+         for n in episode_lengths], multithreading=False)
     batched_writer = sequence_writer.BatchedSequenceWriter(
-        client, 'batched', agent.sequence_config, len(episode_lengths),
-        agent.collect_data_spec,
-        priorities_fn=agent.initial_priorities_fn())
+        client, 'batched', config, len(episode_lengths),
+        agent.collect_data_spec, priorities_fn=priorities_fn)
     per_env = [sequence_writer.R2D2SequenceObserver(
-        client, 'per_env', agent.sequence_config,
-        priority_fn=agent.initial_priority_fn()) for _ in episode_lengths]
+        client, 'per_env', config, priority_fn=agent.initial_priority_fn())
+               for _ in episode_lengths]
     policy = py_tf_eager_policy.PyTFEagerPolicy(
-        agent.actor_collect_policy(0, 1, envs_per_actor=3),
+        agent.actor_collect_policy(0, 1, envs_per_actor=len(episode_lengths)),
         batch_time_steps=False)
     time_step = env.reset()
-    state = policy.get_initial_state(3)
-    for _ in range(23):  # ends episodes of every env, some mid-item
+    state = policy.get_initial_state(len(episode_lengths))
+    for _ in range(num_steps):
       policy_step = policy.action(time_step, state)
       next_time_step = env.step(policy_step.action)
       transition = trajectory_lib.from_transition(time_step, policy_step,
@@ -158,6 +162,13 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     batched_writer.flush()
     for observer in per_env:
       observer.flush()
+    return client, batched_writer, per_env
+
+  def test_same_items_as_one_observer_per_env_and_batched_priorities(self):
+    agent = support.make_agent(env=support.counting_env(episode_length=9))
+    # 23 steps end episodes of every env, some mid-item.
+    client, batched_writer, per_env = self._write_both(
+        agent, 9, (2, 9, 5), 23, agent.initial_priorities_fn())
 
     num_items = batched_writer.num_items_written
     # An episode of n steps is n + 1 trajectories (the last one is the
@@ -186,19 +197,7 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     # wait until a stride passed, there is one per env or an episode
     # ended; then one call computes all their priorities. Their steps are
     # still alive in the writers (Reverb raises on expired references).
-    from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
-    from tfa_explore.testing import fake_envs  # pylint: disable=g-import-not-at-top
     agent = support.make_agent(env=support.counting_env(episode_length=40))
-    config = agent.sequence_config
-    signature = tables.sequence_signature(agent.collect_data_spec,
-                                          config.sequence_length)
-    _, client = self.start_server([
-        reverb.Table.queue('batched', max_size=1000, signature=signature),
-        reverb.Table.queue('per_env', max_size=1000, signature=signature)])
-    episode_lengths = (29, 34, 40)
-    env = batched_py_environment.BatchedPyEnvironment(
-        [fake_envs.load_counting(episode_length=40, max_episode_steps=n)
-         for n in episode_lengths], multithreading=False)
     priorities_fn = agent.initial_priorities_fn()
     calls = []
 
@@ -206,29 +205,8 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
       calls.append(len(trajectories.step_type))
       return priorities_fn(trajectories)
 
-    batched_writer = sequence_writer.BatchedSequenceWriter(
-        client, 'batched', config, len(episode_lengths),
-        agent.collect_data_spec, priorities_fn=counted_priorities)
-    per_env = [sequence_writer.R2D2SequenceObserver(
-        client, 'per_env', config, priority_fn=agent.initial_priority_fn())
-               for _ in episode_lengths]
-    policy = py_tf_eager_policy.PyTFEagerPolicy(
-        agent.actor_collect_policy(0, 1, envs_per_actor=3),
-        batch_time_steps=False)
-    time_step = env.reset()
-    state = policy.get_initial_state(3)
-    for _ in range(100):
-      policy_step = policy.action(time_step, state)
-      next_time_step = env.step(policy_step.action)
-      transition = trajectory_lib.from_transition(time_step, policy_step,
-                                                  next_time_step)
-      batched_writer(transition)
-      for index, observer in enumerate(per_env):
-        observer(tf.nest.map_structure(lambda x, i=index: x[i], transition))
-      state, time_step = policy_step.state, next_time_step
-    batched_writer.flush()
-    for observer in per_env:
-      observer.flush()
+    client, batched_writer, per_env = self._write_both(
+        agent, 40, (29, 34, 40), 100, counted_priorities)
 
     num_items = batched_writer.num_items_written
     self.assertEqual(num_items,
