@@ -7,6 +7,7 @@ read, so --help and the job launchers stay light.
 
 import glob
 import os
+import re
 import subprocess
 import sys
 import time
@@ -47,6 +48,55 @@ def gin_value(name):
   if getattr(value, 'evaluate', False):
     return value.scoped_configurable_fn()
   return value
+
+
+_PROGRESS = re.compile(r'env steps ([\d,]+)/')
+
+
+def window(command, log_path, start, end, timeout, environment=None):
+  """One run's steady window, from its progress lines.
+
+  Runs `command` (train_eval.py or a loop printing its progress lines,
+  `env steps N/M ...`) with its output in `log_path`. The window runs from
+  the first line at or past `start` env steps to the first at or past
+  `end`; the CPU seconds of the process and of its live children are read
+  (psutil) when each of the two lines appears, and the run is then
+  stopped. Returns (env steps per CPU-s of the process tree, env steps per
+  s, CPU-ms per env step of the process, CPU-ms per env step of its
+  children). Exits naming the command if it ends or `timeout` seconds
+  pass first.
+  """
+  def steps_logged():
+    with open(log_path) as f:
+      return [int(m.replace(',', '')) for m in _PROGRESS.findall(f.read())]
+
+  with open(log_path, 'w') as log:
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                               cwd=REPO_ROOT, env=environment)
+  marks = []
+  deadline = time.time() + timeout
+  try:
+    for threshold in (start, end):
+      while True:
+        steps = [s for s in steps_logged() if s >= threshold]
+        if steps:
+          marks.append((steps[0], *own_and_children_cpu_seconds(process.pid),
+                        time.monotonic()))
+          break
+        if process.poll() is not None or time.time() > deadline:
+          with open(log_path) as f:
+            sys.exit(f'{" ".join(command)} ended or timed out before '
+                     f'{threshold} env steps:\n{f.read()[-3000:]}')
+        time.sleep(0.05)
+  finally:
+    subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
+    process.kill()
+    process.wait()
+  (steps0, own0, children0, wall0), (steps1, own1, children1, wall1) = marks
+  steps = steps1 - steps0
+  own, children = own1 - own0, children1 - children0
+  return (steps / (own + children), steps / (wall1 - wall0),
+          1000 * own / steps, 1000 * children / steps)
 
 
 def read_scalars(directory):

@@ -30,12 +30,9 @@ before and after.
 """
 
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -56,9 +53,6 @@ _PEERS = flags.DEFINE_list(
     'peers', ['ours', 'stock', 'stock_1_thread'],
     'Peers to run (spaces in labels as underscores); baseline is added '
     'with --baseline_tree.')
-
-_PROGRESS = re.compile(r'env steps ([\d,]+)/')
-
 
 def _commands(root_dir):
   """label -> (command line, environment) of each peer."""
@@ -90,43 +84,10 @@ def _commands(root_dir):
   return commands
 
 
-def _steps(log_path):
-  with open(log_path) as f:
-    return [int(m.replace(',', '')) for m in _PROGRESS.findall(f.read())]
-
-
 def measure(command, log_path, environment=None):
-  """Over the window of one run: env steps per CPU-s of the process tree,
-  env steps per s, and CPU-ms per env step of the main process and of its
-  children (ours: learner with the Reverb server, and the actors)."""
-  with open(log_path, 'w') as log:
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                               cwd=common.REPO_ROOT, env=environment)
-  marks = []
-  deadline = time.time() + _TIMEOUT.value
-  try:
-    for threshold in (_WINDOW_START.value, _WINDOW_END.value):
-      while True:
-        steps = [s for s in _steps(log_path) if s >= threshold]
-        if steps:
-          marks.append((steps[0],
-                         *common.own_and_children_cpu_seconds(process.pid),
-                         time.monotonic()))
-          break
-        if process.poll() is not None or time.time() > deadline:
-          with open(log_path) as f:
-            sys.exit(f'{" ".join(command)} ended or timed out before '
-                     f'{threshold} env steps:\n{f.read()[-3000:]}')
-        time.sleep(0.05)
-  finally:
-    subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
-    process.kill()
-    process.wait()
-  (steps0, own0, children0, wall0), (steps1, own1, children1, wall1) = marks
-  steps = steps1 - steps0
-  own, children = own1 - own0, children1 - children0
-  return (steps / (own + children), steps / (wall1 - wall0),
-          1000 * own / steps, 1000 * children / steps)
+  """`common.window` of one run between the two flags' env steps."""
+  return common.window(command, log_path, _WINDOW_START.value,
+                       _WINDOW_END.value, _TIMEOUT.value, environment)
 
 
 def main(argv):

@@ -51,6 +51,14 @@ seconds are printed too, with the load average before and after.
   Its updates are timed between the "SPS:" lines it prints after each
   one.
 
+* `window`: `train/train_eval.py --gin_file=gin/rnd_ppo/montezuma.gin`
+  itself (RND warm-up cut to 64 steps, evals and checkpoints out of the
+  way, a progress line every 1,024 agent steps), as shipped and with one
+  subprocess per env, interleaved: agent steps per CPU-second of the
+  whole process tree and per second from its progress line at or past
+  3,000 agent steps to the one at or past 15,000 (`common.window`). The
+  binary's own figure beside the steady loop's.
+
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
 
@@ -382,6 +390,39 @@ def report_cleanrl(args):
   print(flush=True)
 
 
+def report_window(args):
+  """RND-PPO's train_eval.py on Montezuma over a steady window, with the
+  file's envs and with one subprocess per env, interleaved."""
+  layouts = {'as shipped': (),
+             'one subprocess per env':
+                 ('on_policy.train_eval.parallel_envs = True',)}
+  bindings = SHORT_WARM_UP + (
+      'NUM_ENV_STEPS = 20000', 'on_policy.train_eval.log_interval = 1024',
+      'on_policy.train_eval.eval_interval = 100000000',
+      'on_policy.train_eval.checkpoint_interval = 100000000')
+  results = {label: [] for label in layouts}
+  with tempfile.TemporaryDirectory() as work_dir:
+    for repeat in range(args.repeats):
+      for label, layout in layouts.items():
+        run = os.path.join(work_dir, f'{len(results[label])}_{label[:3]}')
+        per_cpu, per_second, _, _ = common.window(
+            common.train_eval_command(run, MONTEZUMA_GIN, bindings + layout),
+            run + '.log', 3_000, 15_000, args.startup_timeout + 600)
+        results[label].append(dict(steps_per_tree_cpu_second=per_cpu,
+                                   steps_per_second=per_second))
+        print(f'  [window {repeat + 1}/{args.repeats}] {label}: '
+              f'{per_cpu:,.0f} agent steps per CPU-s of the process tree, '
+              f'{per_second:,.0f} per s', flush=True)
+  print(f'\nRND-PPO, train_eval.py on {MONTEZUMA_GIN}, agent steps 3,000 to '
+        f'15,000 (median of {args.repeats})')
+  print('| envs | agent steps / CPU-s of the process tree | agent steps / s |')
+  print('|---|---|---|')
+  for label, runs in results.items():
+    print(f'| {label} | {_fmt(_median(runs, "steps_per_tree_cpu_second"))} '
+          f'| {_fmt(_median(runs, "steps_per_second"))} |', flush=True)
+  print(flush=True)
+
+
 def measure_startup(timeout):
   """Launch -> first iteration, launch -> greedy eval >= 475 (seconds)."""
   with tempfile.TemporaryDirectory() as root_dir:
@@ -579,7 +620,7 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--measure', default='components,startup,steady,rnd',
                       help='Comma-separated: components, startup, steady, '
-                      'rnd, torso, cleanrl.')
+                      'rnd, torso, cleanrl, window.')
   parser.add_argument('--repeats', type=int, default=3)
   parser.add_argument('--warmup', type=int, default=3,
                       help='Iterations before the timed ones.')
@@ -670,6 +711,8 @@ def main():
                  args.repeats, args.warmup, args.iterations)
   if 'cleanrl' in measures:
     report_cleanrl(args)
+  if 'window' in measures:
+    report_window(args)
   print(f'load average after: {os.getloadavg()}', flush=True)
 
 
