@@ -256,25 +256,39 @@ class RecurrentDuelingQNetwork(network.Network):
   def dueling_outputs(self, inputs, step_type=None, network_state=(),
                       training=False):
     """Like `call`, but returns all dueling streams as `DuelingOutputs`."""
-    (outputs, _), next_state = self._heads(inputs, step_type, network_state,
-                                           training)
+    (outputs, _), _, next_state = self._heads(inputs, step_type,
+                                              network_state, training)
     return outputs, next_state
 
   def q_heads(self, inputs, step_type=None, network_state=(),
               training=False):
-    """`({EXTRINSIC: Q_E[, INTRINSIC: Q_I]}, next_state)`: every head.
+    """`({EXTRINSIC: Q_E[, INTRINSIC: Q_I, ...]}, next_state)`: every head.
 
-    One pass of the torso and the LSTM serves both heads.
+    One pass of the torso and the LSTM serves every head; a subclass adds
+    its own in `_extra_heads`.
     """
-    (extrinsic, intrinsic), next_state = self._heads(
+    (extrinsic, intrinsic), extra_heads, next_state = self._heads(
         inputs, step_type, network_state, training)
     heads = {EXTRINSIC: extrinsic.q_values}
     if intrinsic is not None:
       heads[INTRINSIC] = intrinsic.q_values
+    heads.update(extra_heads)
     return heads, next_state
 
+  def _extra_heads(self, core_outputs, inputs, training):
+    """A subclass's own heads: `{name: [B, T, ...]}` from the core's outputs.
+
+    `core_outputs`: `[B, T, H]` (LSTM outputs, or the core inputs of the
+    feed-forward network); `inputs`: the network's `[B, T]` input dict.
+    """
+    del core_outputs, inputs, training
+    return {}
+
   def _heads(self, inputs, step_type, network_state, training):
-    """((extrinsic, intrinsic or None) `DuelingOutputs`, next_state)."""
+    """((extrinsic, intrinsic or None) `DuelingOutputs`, extra, next_state).
+
+    `extra`: a subclass's `_extra_heads` of the same pass.
+    """
     outer_rank = nest_utils.get_outer_rank(inputs, self.input_tensor_spec)
     if outer_rank not in (1, 2):
       raise ValueError(
@@ -314,11 +328,14 @@ class RecurrentDuelingQNetwork(network.Network):
       # Built by every call, so `create_variables` creates its weights.
       outputs = (outputs[0], _dueling(core_outputs, *self._intrinsic_layers,
                                       training))
+    extra_heads = self._extra_heads(core_outputs, inputs, training)
     if not has_time_dim:
       outputs = tuple(
           None if head is None else tf.nest.map_structure(
               lambda t: tf.squeeze(t, 1), head) for head in outputs)
-    return outputs, next_state
+      extra_heads = tf.nest.map_structure(lambda t: tf.squeeze(t, 1),
+                                          extra_heads)
+    return outputs, extra_heads, next_state
 
   def _unroll(self, core_inputs, network_state, is_first, training):
     """The LSTM over `[B, T, F]` inputs: (outputs `[B, T, H]`, last state).

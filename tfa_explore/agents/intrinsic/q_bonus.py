@@ -117,7 +117,8 @@ class ExploringPolicy(r2d2_policy.R2D2Policy):
     super().__init__(time_step_spec, action_spec, q_network, name=name,
                      **extra_specs)
 
-  def _action_values(self, inputs, step_type, network_state):
+  def _action_values(self, inputs, step_type, network_state, extra_state):
+    del extra_state
     heads, next_state = self.q_network.q_heads(
         inputs, step_type=step_type, network_state=network_state,
         training=False)

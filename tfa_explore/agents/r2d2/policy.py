@@ -103,13 +103,20 @@ class R2D2Policy(tf_policy.TFPolicy):
   def _variables(self):
     return list(self._q_network.variables)
 
-  def _action_values(self, inputs, step_type, network_state):
-    """`([B, A] values to be greedy on, next network state)`."""
+  def _action_values(self, inputs, step_type, network_state, extra_state):
+    """`([B, A] values to be greedy on, next network state)`.
+
+    `extra_state`: this step's entries of `_extra_step` (a subclass's).
+    """
+    del extra_state
     return self._q_network(inputs, step_type=step_type,
                            network_state=network_state, training=False)
 
   def _extra_step(self, time_step, is_first, policy_state):
-    """`(info, state)` entries of a subclass for this step; none here."""
+    """`(info, state)` entries of a subclass for this step; none here.
+
+    Runs before `_action_values`, which sees the state entries it returns.
+    """
     del time_step, is_first, policy_state
     return {}, {}
 
@@ -127,9 +134,11 @@ class R2D2Policy(tf_policy.TFPolicy):
         r2d2_inputs.PREV_ACTION: prev_action,
         r2d2_inputs.PREV_REWARD: prev_reward,
     }
+    extra_info, extra_state = self._extra_step(time_step, is_first,
+                                               policy_state)
     q_values, next_network_state = self._action_values(
         r2d2_inputs.network_inputs(time_step.observation, info),
-        time_step.step_type, network_state)
+        time_step.step_type, network_state, extra_state)
     action = tf.argmax(q_values, axis=-1, output_type=self.action_spec.dtype)
     action += tf.cast(self.action_spec.minimum, self.action_spec.dtype)
     # The state records the greedy action, which is the action taken when
@@ -137,8 +146,6 @@ class R2D2Policy(tf_policy.TFPolicy):
     # actually takes.
     next_state = {r2d2_inputs.NETWORK_STATE: next_network_state,
                   r2d2_inputs.PREV_ACTION: action}
-    extra_info, extra_state = self._extra_step(time_step, is_first,
-                                               policy_state)
     info.update(extra_info)
     next_state.update(extra_state)
     return policy_step.PolicyStep(

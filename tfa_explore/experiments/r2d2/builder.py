@@ -70,6 +70,7 @@ def r2d2_agent_fn(time_step_spec,
                   gradient_clipping=REQUIRED,
                   use_stored_state=True,
                   exploration=None,
+                  q_network_fn=None,
                   jit_compile=False,
                   static_unroll=True,
                   debug_summaries=True,
@@ -89,7 +90,11 @@ def r2d2_agent_fn(time_step_spec,
   `observation_spec=` and `action_spec=` to build the agent's
   `ExplorationBonus`, e.g. `@intrinsic.intrinsic_q_bonus` or
   `@intrinsic.ngu_bonus`; the network then has the second head, Q_I, that
-  learns the bonus's reward. `static_unroll`: see
+  learns the bonus's reward. `q_network_fn`: None builds that
+  `RecurrentDuelingQNetwork`; else it is called with the input and action
+  specs and the network sizes below and builds its own heads, e.g.
+  `@bootstrap.ensemble_q_network` for `@bootstrap.bootstrapped_heads`.
+  `static_unroll`: see
   `RecurrentDuelingQNetwork` (False: the `tf.while_loop` everywhere;
   `jit_compile` keeps the loop in the compiled learner step).
 
@@ -101,17 +106,22 @@ def r2d2_agent_fn(time_step_spec,
   # Checked before the network is built, whose own error is less direct.
   action_spec = r2d2_inputs.check_action_spec(
       tensor_spec.from_spec(action_spec))
-  network = rdqn.RecurrentDuelingQNetwork(
-      rdqn.make_input_spec(time_step_spec.observation, action_spec,
-                           reward_dtype=time_step_spec.reward.dtype),
-      action_spec,
+  network_kwargs = dict(
       torso_fc_layer_params=tuple(torso_fc_layer_params),
       lstm_size=lstm_size,
       dueling_fc_layer_params=tuple(dueling_fc_layer_params),
       conv_layer_params=conv_layer_params,
       image_scale=image_scale,
-      intrinsic_head=exploration is not None,
       static_unroll=static_unroll)
+  input_spec = rdqn.make_input_spec(time_step_spec.observation, action_spec,
+                                    reward_dtype=time_step_spec.reward.dtype)
+  if q_network_fn is None:
+    network = rdqn.RecurrentDuelingQNetwork(
+        input_spec, action_spec, intrinsic_head=exploration is not None,
+        **network_kwargs)
+  else:
+    with errors.values_of('r2d2.r2d2_agent_fn.q_network_fn'):
+      network = q_network_fn(input_spec, action_spec, **network_kwargs)
   # The Q network's variables first, so a seed gives it the same initial
   # weights with and without a bonus.
   network.create_variables()
