@@ -36,14 +36,15 @@ def _network(env=None, prior_scale=2.0, num_heads=NUM_HEADS):
   return network
 
 
-def _agent(mask_probability=1.0, **kwargs):
+def _agent(mask_probability=1.0, epsilon=0.0, **kwargs):
   env = support.counting_env()
   kwargs.setdefault('optimizer', tf.keras.optimizers.Adam(1e-2))
   kwargs.setdefault('train_step_counter', tf.Variable(0, dtype=tf.int64))
   agent = r2d2_agent.R2D2Agent(
       env.time_step_spec(), env.action_spec(), _network(env),
       sequence_config=support.SMALL_CONFIG, n_step=2, gamma=0.9,
-      exploration=bootstrap.BootstrappedHeads(mask_probability), **kwargs)
+      exploration=bootstrap.BootstrappedHeads(mask_probability, epsilon),
+      **kwargs)
   agent.initialize()
   return agent
 
@@ -156,7 +157,7 @@ class HeadFollowingPolicyTest(support.TestCase):
 class BootstrappedHeadsLossTest(support.TestCase):
 
   def _expected(self, agent, trajectory, mask=None):
-    """Per head, R2D2's TD errors of that head alone, then their mean."""
+    """Per head, its 1-step TD errors alone (Q_E's n is 2), then the mean."""
     errors_ = agent.td_errors(trajectory)
     online = errors_.online_heads[ensemble_q_network.ENSEMBLE]
     target = errors_.target_heads[ensemble_q_network.ENSEMBLE]
@@ -167,7 +168,7 @@ class BootstrappedHeadsLossTest(support.TestCase):
           trajectory.reward[:, burn_in:], trajectory.discount[:, burn_in:],
           online[:, :, k], target[:, :, k],
           tf.gather(online[:, :, k], errors_.actions, axis=-1, batch_dims=2),
-          errors_.step_mask, agent.td_settings, (2,), 0.9)[2]
+          errors_.step_mask, agent.td_settings, (1,), 0.9)[1]
       valid = head_errors.valid
       if mask is not None:
         valid = tf.logical_and(valid, mask[:, burn_in:, k] > 0)
@@ -250,9 +251,33 @@ class FactoryTest(support.TestCase):
     with self.assertRaisesRegex(errors.ConfigError, 'EnsembleQNetwork'):
       self._build(None)
 
+  def test_every_actor_env_gets_the_components_epsilon(self):
+    agent = _agent()
+    self.assertEqual(agent.actor_epsilons(1, 2, envs_per_actor=3), [0.0] * 3)
+    agent = _agent(epsilon=0.01)
+    collect = agent.actor_collect_policy(0, 1, envs_per_actor=4)
+    self.assertAllClose(collect.epsilon, [0.01] * 4)
+    # Without the component: Ape-X's schedule over the slots.
+    plain = support.make_agent()
+    self.assertAllClose(plain.actor_epsilons(0, 1, envs_per_actor=4),
+                        [0.4, 0.4**(1 + 7 / 3), 0.4**(1 + 14 / 3), 0.4**8])
+
+  def test_the_heads_n_is_the_components_not_the_agents(self):
+    agent = _agent()
+    trajectory = support.random_sequences(agent, STEP_TYPES)
+    errors_ = agent.td_errors(trajectory)
+    one_step = agent.exploration_loss(trajectory, errors_, tf.ones([2]))
+    agent._exploration._n_step = 2  # pylint: disable=protected-access
+    two_step = agent.exploration_loss(trajectory, errors_, tf.ones([2]))
+    self.assertNotAllClose(one_step.loss, two_step.loss)
+
   def test_a_bad_mask_probability_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'mask_probability'):
       bootstrap.BootstrappedHeads(mask_probability=0.0)
+    with self.assertRaisesRegex(ValueError, 'epsilon'):
+      bootstrap.BootstrappedHeads(epsilon=1.5)
+    with self.assertRaisesRegex(ValueError, 'n_step'):
+      bootstrap.BootstrappedHeads(n_step=0)
 
 
 if __name__ == '__main__':

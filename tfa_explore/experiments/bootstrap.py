@@ -47,12 +47,17 @@ def ensemble_q_network(input_tensor_spec, action_spec,
 @gin.configurable(module='bootstrap',
                   denylist=['observation_spec', 'action_spec'])
 def bootstrapped_heads(observation_spec, action_spec,
-                       mask_probability: float = REQUIRED):
+                       mask_probability: float = REQUIRED,
+                       epsilon: float = REQUIRED,
+                       n_step: int = REQUIRED):
   """R2D2's exploration by one ensemble head per episode.
 
   Args:
     observation_spec, action_spec: passed by `r2d2.r2d2_agent_fn`.
     mask_probability: chance that a head trains on a step (1: all).
+    epsilon: every actor env's epsilon (not Ape-X's schedule).
+    n_step: n of the heads' targets (Q_E keeps the agent's).
   """
   del observation_spec, action_spec
-  return bootstrap.BootstrappedHeads(mask_probability=mask_probability)
+  return bootstrap.BootstrappedHeads(mask_probability=mask_probability,
+                                     epsilon=epsilon, n_step=n_step)

@@ -11,11 +11,17 @@ fixed random prior, on R2D2's core). It is Bootstrapped DQN (Osband et al.
   head is in the policy state): Thompson sampling of a value function
   rather than of single actions, which is what makes the exploration
   deep: a head that guesses a far state is worth visiting keeps walking
-  towards it at every step. The actors' epsilon-greedy wraps it as
-  usual.
-* Learning. Every head learns R2D2's rescaled n-step double-Q targets of
-  the task's reward from the same unroll as Q_E, its own online head
-  picking and its own target head valuing the bootstrap action. With
+  towards it at every step. The actors' epsilon-greedy wraps it with one
+  `epsilon` for every env (bsuite's boot_dqn: 10 / (10 + t), near 0
+  within a few hundred steps), not Ape-X's schedule, whose most random
+  envs would break every head's walk.
+* Learning. Every head learns rescaled double-Q targets of the task's
+  reward from the same unroll as Q_E, its own online head picking and its
+  own target head valuing the bootstrap action, with its own n
+  (`n_step`, default 1 as Bootstrapped DQN): an n-step return follows the
+  walk of the head that acted, so it does not back up the other heads'
+  optimism at the n - 1 steps it skips, nor any within n steps of an
+  episode's end. With
   `mask_probability` < 1 each head trains on a step with that probability
   (the bootstrap mask, drawn by the actor when it took the step and stored
   in replay with it, so a head sees the same data every time the sequence
@@ -90,23 +96,33 @@ def _fold_heads(values):
 class BootstrappedHeads(exploration.ExplorationBonus):
   """Heads followed per episode and trained on bootstrapped data (module)."""
 
-  def __init__(self, mask_probability=1.0, name='bootstrapped_heads'):
+  def __init__(self, mask_probability=1.0, epsilon=0.0, n_step=1,
+               name='bootstrapped_heads'):
     """Creates the component.
 
     Args:
       mask_probability: chance that a head trains on a step (Osband et al.
         2016's Bernoulli mask; bsuite's boot_dqn: 0.5). 1: every head on
         every step, the priors alone make them differ.
+      epsilon: every actor env's epsilon.
+      n_step: n of the heads' targets (the agent's `n_step` is Q_E's).
       name: Module name.
 
     Raises:
-      ValueError: a probability outside (0, 1].
+      ValueError: a probability outside (0, 1], `epsilon` outside [0, 1]
+        or `n_step` below 1.
     """
     super().__init__(name=name)
     if not 0.0 < mask_probability <= 1.0:
       raise ValueError(
           f'mask_probability must be in (0, 1], got {mask_probability}.')
+    if not 0.0 <= epsilon <= 1.0:
+      raise ValueError(f'epsilon must be in [0, 1], got {epsilon}.')
+    if int(n_step) != n_step or n_step < 1:
+      raise ValueError(f'n_step must be an integer >= 1, got {n_step}.')
     self._mask_probability = float(mask_probability)
+    self._epsilon = float(epsilon)
+    self._n_step = int(n_step)
 
   @property
   def mask_probability(self):
@@ -124,6 +140,9 @@ class BootstrappedHeads(exploration.ExplorationBonus):
     time_step_spec, action_spec = agent.policy_specs
     return HeadFollowingPolicy(time_step_spec, action_spec, agent.q_network,
                                self._mask_probability)
+
+  def actor_epsilons(self, slots):
+    return [self._epsilon] * slots.envs_per_actor
 
   def loss(self, agent, trajectory, errors, loss_weights):
     settings = agent.td_settings
@@ -143,8 +162,8 @@ class BootstrappedHeads(exploration.ExplorationBonus):
     head_errors = learning.n_step_td_errors(
         rewards, discounts, online, _fold_heads(target),
         tf.gather(online, actions, axis=-1, batch_dims=2),
-        tile(errors.step_mask), settings, (agent.n_step,),
-        settings.gamma)[agent.n_step]
+        tile(errors.step_mask), settings, (self._n_step,),
+        settings.gamma)[self._n_step]
     valid = head_errors.valid
     if BOOTSTRAP_MASK in trajectory.policy_info:
       mask = trajectory.policy_info[BOOTSTRAP_MASK][:, burn_in:]  # [B,T',K]

@@ -254,8 +254,7 @@ class R2D2Agent(tf_agent.TFAgent):
     `actor_index * envs_per_actor + k` of `num_actors * envs_per_actor`;
     the exploration bonus gives the greedy policy under it, per slot.
     """
-    epsilons = r2d2_policy.slot_epsilons(actor_index, num_actors,
-                                         envs_per_actor)
+    epsilons = self.actor_epsilons(actor_index, num_actors, envs_per_actor)
     # One env keeps a scalar epsilon, as an unbatched policy expects.
     epsilon = (epsilons[0] if envs_per_actor == 1 else
                tf.constant(epsilons, tf.float32))
@@ -263,6 +262,14 @@ class R2D2Agent(tf_agent.TFAgent):
         self, exploration_lib.ActorSlots(actor_index, num_actors,
                                          envs_per_actor))
     return r2d2_policy.R2D2CollectPolicy(exploring_policy, epsilon)
+
+  def actor_epsilons(self, actor_index, num_actors, envs_per_actor=1):
+    """Epsilons of actor `actor_index`'s envs: the exploration bonus's.
+
+    Without a bonus Ape-X's schedule over all slots (`policy.slot_epsilons`).
+    """
+    return list(self._exploration.actor_epsilons(exploration_lib.ActorSlots(
+        actor_index, num_actors, envs_per_actor)))
 
   def _initialize(self):
     common.soft_variables_update(

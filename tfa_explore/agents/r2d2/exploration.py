@@ -20,7 +20,9 @@ only through these hooks:
   bonus's own statistics and optimisation steps on the replayed batch, and
   its summaries (`observed`: what `observe` returned);
 * `acting_variables`: what its exploring policy reads besides the Q
-  network, which the learner publishes to the actors.
+  network, which the learner publishes to the actors;
+* `actor_epsilons(slots)`: the epsilon of each env of an actor under its
+  epsilon-greedy; default Ape-X's schedule (`policy.slot_epsilons`).
 
 Its state is tracked by the agent, so the agent's checkpoint holds it.
 The bonuses (RND's reward or NGU's learnt by a second Q head) are in
@@ -30,6 +32,8 @@ The bonuses (RND's reward or NGU's learnt by a second Q head) are in
 import collections
 
 import tensorflow as tf
+
+from tfa_explore.agents.r2d2 import policy as r2d2_policy
 
 
 class ExplorationLoss(
@@ -86,3 +90,7 @@ class ExplorationBonus(tf.Module):
   def acting_variables(self):
     """Variables its exploring policy reads besides the Q network."""
     return ()
+
+  def actor_epsilons(self, slots):
+    """Epsilon of each env of an actor's batch (`slots`: `ActorSlots`)."""
+    return r2d2_policy.slot_epsilons(*slots)

@@ -25,7 +25,6 @@ from tf_agents.policies import py_tf_eager_policy
 from tf_agents.trajectories import trajectory as trajectory_lib
 
 from tfa_explore import errors
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import run_lock
@@ -177,7 +176,7 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
   link = _ReplayLink(builder, replay_server, agent, shared_state, task,
                      num_envs)
   collect_policy = builder.actor_policy(agent, task)
-  epsilons = r2d2_policy.slot_epsilons(task, settings.num_actors, num_envs)
+  epsilons = agent.actor_epsilons(task, settings.num_actors, num_envs)
   logging.info('Actor %d (%d envs, epsilons %s%s) waiting for the learner\'s '
                'weights.', task, num_envs,
                ', '.join(f'{e:.5f}' for e in epsilons),

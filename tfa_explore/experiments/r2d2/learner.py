@@ -36,7 +36,6 @@ import reverb
 import tensorflow as tf
 from tf_agents.utils import common
 
-from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import stop_signals
@@ -128,6 +127,10 @@ class Learner:
     self.train_step = common.create_variable('train_step', 0,
                                              dtype=tf.int64)
     self._env_id, self.agent = builder.make_agent(self.train_step)
+    self._slot_epsilons = [
+        epsilon for actor in range(settings.num_actors)
+        for epsilon in self.agent.actor_epsilons(
+            actor, settings.num_actors, settings.envs_per_actor)]
     self._replay.check_agent(self.agent)
     self._shared_state = builder_lib.SharedState(self.agent)
     self.env_steps = self._shared_state.env_steps
@@ -228,7 +231,7 @@ class Learner:
       for slot, returns in sorted(self._progress.slot_returns.items()):
         tf.summary.scalar(
             f'{ACTOR}/{slot}/Epsilon',
-            r2d2_policy.actor_epsilon(slot, self._settings.num_slots))
+            self._slot_epsilons[slot])
         if returns:
           tf.summary.scalar(f'{ACTOR}/{slot}/AverageReturn',
                             float(np.mean(returns)))
