@@ -42,14 +42,20 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
   # the last step's make the returned `LossInfo`.
   LOSS_INFO_FIELDS = ('loss',) + ppo_agent.PPOLossInfo._fields
 
-  def __init__(self, *args, num_minibatches: int = 1, **kwargs):
-    """`PPOClipAgent`'s arguments, and `num_minibatches`.
+  def __init__(self, *args, num_minibatches: int = 1,
+               normalize_advantages: bool = True, **kwargs):
+    """`PPOClipAgent`'s arguments, `num_minibatches` and
+    `normalize_advantages`.
 
     Args:
       *args: `PPOClipAgent`'s.
       num_minibatches: Gradient steps per epoch, each on a share of the
         batch's env sequences (split along the batch axis, so sequences stay
         whole). 1 is `PPOClipAgent`'s full-batch step.
+      normalize_advantages: Whiten the advantages by the batch's mean and
+        std (`PPOAgent`'s, always on there). False: the raw advantages, so
+        a batch whose advantages are all near zero moves the policy little
+        instead of by unit-scaled noise.
       **kwargs: `PPOClipAgent`'s.
     """
     if int(num_minibatches) < 1:
@@ -70,6 +76,7 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
         bounds = f'in [{low}, {high}]' if high is not None else f'>= {low}'
         raise ValueError(f'{name} must be {bounds}, got {value}.')
     self._num_minibatches = int(num_minibatches)
+    self._normalize_advantages = bool(normalize_advantages)
 
   def check_batch_size(self, batch_size: int) -> None:
     """Raises ValueError unless batches of `batch_size` sequences split into
@@ -110,10 +117,13 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
                                            self._action_spec)
     # PPOAgent's advantage normalisation: moments over batch and time.
     advantages = info['advantage']
-    mean, variance = tf.nn.moments(advantages, axes=(0, 1), keepdims=True)
-    normalized_advantages = tf.nn.batch_normalization(
-        advantages, mean, variance, offset=None, scale=None,
-        variance_epsilon=1e-8)
+    if self._normalize_advantages:
+      mean, variance = tf.nn.moments(advantages, axes=(0, 1), keepdims=True)
+      normalized_advantages = tf.nn.batch_normalization(
+          advantages, mean, variance, offset=None, scale=None,
+          variance_epsilon=1e-8)
+    else:
+      normalized_advantages = advantages
     return {
         'time_steps': ts.TimeStep(step_type=processed.step_type,
                                   reward=processed.reward,

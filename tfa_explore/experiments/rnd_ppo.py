@@ -57,6 +57,7 @@ def rnd_ppo_agent(
     learning_rate_decay_steps: Optional[int] = None,
     adam_epsilon: float = 1e-5,
     gradient_clipping: Optional[float] = None,
+    normalize_advantages: bool = True,
     debug_summaries: bool = False,
 ) -> rnd_agent.RndPPOAgent:
   """Builds and initializes an RndPPOAgent (or its PPO twin).
@@ -98,6 +99,8 @@ def rnd_ppo_agent(
       steps (of the policy/value optimizer); None keeps it constant.
     adam_epsilon: Adam epsilon of the policy/value optimizer.
     gradient_clipping: Global-norm clip of the policy/value gradients.
+    normalize_advantages: Whiten the combined advantages per batch (PPO's
+      default); False trains on the raw ones.
     debug_summaries: TF-Agents' debug summaries.
 
   Returns:
@@ -175,6 +178,7 @@ def rnd_ppo_agent(
         greedy_eval=True,
         normalize_observations=normalize_observations,
         gradient_clipping=gradient_clipping,
+        normalize_advantages=normalize_advantages,
         debug_summaries=debug_summaries,
         train_step_counter=train_step_counter)
   agent.initialize()

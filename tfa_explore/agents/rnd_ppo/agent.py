@@ -111,6 +111,7 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
       value_pred_loss_coef: types.Float = 0.5,
       num_epochs: int = 4,
       num_minibatches: int = 1,
+      normalize_advantages: bool = True,
       greedy_eval: bool = True,
       normalize_observations: bool = True,
       gradient_clipping: Optional[types.Float] = None,
@@ -147,6 +148,8 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
       num_epochs: Optimisation epochs per rollout (paper: 4).
       num_minibatches: Minibatches per epoch along the environment axis
         (paper: 4, bound by our gin files); 1 is `PPOClipAgent`'s step.
+      normalize_advantages: Whiten the combined advantages per batch
+        (`EpochLoopPPOClipAgent`; True: PPO's default).
       greedy_eval: Greedy evaluation policy.
       normalize_observations: The policy's own observation normaliser
         (independent of the intrinsic reward's).
@@ -189,6 +192,7 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
         value_pred_loss_coef=value_pred_loss_coef,
         num_epochs=num_epochs,
         num_minibatches=num_minibatches,
+        normalize_advantages=normalize_advantages,
         use_gae=True,
         use_td_lambda_return=True,
         # The paper clips extrinsic rewards in the environment instead.
