@@ -65,6 +65,21 @@ class EpochLoopPPOClipAgentTest(_TestCase):
     for expected, actual in zip(_variables(stock), _variables(looped)):
       self.assertAllClose(expected, actual, rtol=1e-5, atol=1e-6)
 
+  def test_advantages_are_whitened_unless_switched_off(self):
+    agent = self._agent(EpochLoopPPOClipAgent)
+    collector = on_policy.RolloutCollector(self.env, agent.collect_policy,
+                                           ROLLOUT_LENGTH)
+    processed = agent._preprocess(  # pylint: disable=protected-access
+        agent._as_trajectory(collector.collect()))  # pylint: disable=protected-access
+    weights = tf.ones_like(processed.reward)
+    whitened = agent._training_rows(processed, weights)['advantages']  # pylint: disable=protected-access
+    self.assertAllClose(tf.reduce_mean(whitened), 0.0, atol=1e-5)
+    self.assertAllClose(tf.math.reduce_std(whitened), 1.0, atol=1e-3)
+    agent._normalize_advantages = False  # pylint: disable=protected-access
+    raw = agent._training_rows(processed, weights)['advantages']  # pylint: disable=protected-access
+    self.assertAllClose(raw, processed.policy_info['advantage'])
+    self.assertNotAllClose(raw, whitened)
+
   def test_optimizer_slots_exist_before_train_so_train_traces_once(self):
     agent = self._agent(EpochLoopPPOClipAgent, num_epochs=2)
     trained = agent.actor_net.trainable_weights + (
