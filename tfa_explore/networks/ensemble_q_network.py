@@ -155,9 +155,8 @@ class EnsembleQNetwork(rdqn.RecurrentDuelingQNetwork):
     hidden = batch_squash.flatten(core_outputs)  # [B * T, H]
     for layer in self._head_layers:
       hidden = layer(hidden, training=training)
-    prior = batch_squash.flatten(inputs[rdqn.OBSERVATION_KEY])
-    prior = tf.reshape(tf.cast(prior, tf.float32), [tf.shape(prior)[0], -1])
-    prior = prior * self._image_scale
+    prior = self._scaled(batch_squash.flatten(inputs[rdqn.OBSERVATION_KEY]))
+    prior = tf.reshape(prior, [tf.shape(prior)[0], -1])
     for layer in self._prior_layers:
       prior = layer(prior, training=training)
     q_values = hidden + self._prior_scale * tf.stop_gradient(prior)

@@ -365,13 +365,17 @@ class RecurrentDuelingQNetwork(network.Network):
       outputs.append(output)
     return tf.stack(outputs, axis=1), state
 
+  def _scaled(self, observation):
+    """The observation as float32, times `image_scale`."""
+    observation = tf.cast(observation, tf.float32)
+    if self._image_scale != 1.0:
+      observation = observation * self._image_scale
+    return observation
+
   def _torso(self, observation, training):
     """Encodes `[B, T, *obs_shape]` observations into `[B, T, F]` features."""
     batch_squash = network_utils.BatchSquash(2)
-    hidden = batch_squash.flatten(observation)
-    hidden = tf.cast(hidden, tf.float32)
-    if self._image_scale != 1.0:
-      hidden = hidden * self._image_scale
+    hidden = self._scaled(batch_squash.flatten(observation))
     for layer in self._conv_layers:
       hidden = layer(hidden, training=training)
     hidden = self._flatten(hidden)

@@ -124,10 +124,6 @@ class BootstrappedHeads(exploration.ExplorationBonus):
     self._epsilon = float(epsilon)
     self._n_step = int(n_step)
 
-  @property
-  def mask_probability(self):
-    return self._mask_probability
-
   def check(self, agent):
     if not isinstance(agent.q_network, ensemble_q_network.EnsembleQNetwork):
       raise ValueError(
@@ -167,7 +163,7 @@ class BootstrappedHeads(exploration.ExplorationBonus):
     valid = head_errors.valid
     if BOOTSTRAP_MASK in trajectory.policy_info:
       mask = trajectory.policy_info[BOOTSTRAP_MASK][:, burn_in:]  # [B,T',K]
-      valid = tf.logical_and(valid, _fold_heads(mask[..., None])[..., 0] > 0)
+      valid = tf.logical_and(valid, _fold_heads(mask) > 0)
     head_errors = head_errors._replace(valid=valid)
     abs_errors = tf.abs(tf.where(valid, head_errors.td_errors, 0.0))
     batch_size = tf.shape(errors.actions)[0]
