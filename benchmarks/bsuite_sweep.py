@@ -26,6 +26,15 @@ experiments), for trials: our runs get it as `NUM_EPISODES`, reference
 agents as --num_episodes. bsuite's scores assume the full budget; the table
 says when it was not run (`*`).
 
+--stop_when_solved: end a run once bsuite's analysis counts its id solved
+(experiments whose analysis has `find_solution`: deep_sea and
+deep_sea_stochastic). That analysis scores an id by the first logged
+episode below its regret threshold and counts a solved id as finished, so
+the score is the full budget's; the episodes after it, which only the
+regret plots show, are not run. Checked every 30 s on the rows bsuite logs
+(its logarithmic episode counts); the run is stopped with SIGTERM (ours
+save a checkpoint) and marked finished with the episode it was solved at.
+
 Resumable: a run that exited 0 gets `SWEEP_DONE.json` and is skipped next
 time, unless its settings (gin file, bindings, budget) changed; anything
 else is started again: our runs resume from their checkpoints, reference
@@ -91,6 +100,7 @@ ATTEMPTS_FILE = 'SWEEP_ATTEMPTS.jsonl'
 CSV_DIR = 'csv'  # under <work_dir>/<agent>: what bsuite's csv_load reads
 TAIL_LINES = 20
 POLL_SECONDS = 0.2
+SOLVED_POLL_SECONDS = 30  # --stop_when_solved: how often a run's log is read
 STOP_SECONDS = 30  # an interrupted sweep's runs get this long to end
 REFERENCES = {
     'dqn': 'bsuite.baselines.tf.dqn.run',
@@ -127,6 +137,10 @@ _OUT_DIR = flags.DEFINE_string(
 _JOBS = flags.DEFINE_integer('jobs', 2, 'Runs at a time.')
 _GIN_BINDINGS = flags.DEFINE_multi_string(
     'gin_bindings', [], 'Extra gin bindings for all our runs (repeatable).')
+_STOP_WHEN_SOLVED = flags.DEFINE_bool(
+    'stop_when_solved', False, 'End a run once bsuite\'s analysis counts its '
+    'id solved (deep_sea, deep_sea_stochastic): the same score, fewer '
+    'episodes.')
 _SCORE_ONLY = flags.DEFINE_bool(
     'score_only', False, 'Run nothing: score the runs already there.')
 
@@ -293,6 +307,23 @@ def check_num_episodes(num_episodes: Optional[int],
           f'{experiment} ({budget}): leave it out to run bsuite\'s.')
 
 
+def solution_finder(experiment: str):
+  """bsuite's `find_solution` of `experiment`'s analysis, or None."""
+  analysis = importlib.import_module(
+      f'bsuite.experiments.{experiment}.analysis')
+  return getattr(analysis, 'find_solution', None)
+
+
+def check_stop_when_solved(bsuite_ids: Sequence[str]) -> None:
+  """Raises UsageError if an id's experiment has no solved criterion."""
+  for experiment in dict.fromkeys(i.partition('/')[0] for i in bsuite_ids):
+    if solution_finder(experiment) is None:
+      raise UsageError(
+          f'--stop_when_solved: bsuite\'s analysis of {experiment} has no '
+          'solved criterion (find_solution); only deep_sea and '
+          'deep_sea_stochastic have one.')
+
+
 # ------------------------------------------------------------------ runs ---
 
 
@@ -316,6 +347,7 @@ class Job:
   # What the results depend on (not where they are): a finished run whose
   # settings differ is run again.
   settings: Dict[str, Any]
+  stop_when_solved: bool = False
 
   @property
   def label(self) -> str:
@@ -323,7 +355,8 @@ class Job:
 
 
 def make_job(agent: Agent, bsuite_id: str, work_dir: str,
-             num_episodes: Optional[int], bindings: Sequence[str]) -> Job:
+             num_episodes: Optional[int], bindings: Sequence[str],
+             stop_when_solved: bool = False) -> Job:
   directory = run_dir(work_dir, agent, bsuite_id)
   if agent.is_reference:
     options = [f'--bsuite_id={bsuite_id}', '--logging_mode=csv',
@@ -338,7 +371,59 @@ def make_job(agent: Agent, bsuite_id: str, work_dir: str,
         [f'NUM_EPISODES={num_episodes}'] if num_episodes else [])
     command = common.train_eval_command(directory, agent.gin_file, ours)
     settings = {'agent': agent.describe(), 'bindings': ours}
-  return Job(agent, bsuite_id, directory, command, settings)
+  if stop_when_solved:  # only then: earlier finished runs stay finished
+    settings['stop_when_solved'] = True
+  return Job(agent, bsuite_id, directory, command, settings,
+             stop_when_solved)
+
+
+def logged_rows(job: Job, num_episodes: Optional[int]):
+  """The rows bsuite has logged so far for the job's run, a DataFrame.
+
+  Only rows at bsuite's own (logarithmic) episode counts: the row our CSV
+  adds at a run's last episode is not one a full run would have.
+  """
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  from bsuite.utils import wrappers  # pylint: disable=g-import-not-at-top
+  if job.agent.is_reference:
+    path = os.path.join(job.run_dir, csv_name(job.bsuite_id))
+    try:
+      df = pd.read_csv(path)
+    except (OSError, ValueError):  # not written yet, or being written
+      return pd.DataFrame()
+  else:
+    from tfa_explore.environments import bsuite as bsuite_env  # pylint: disable=g-import-not-at-top
+    episodes = bsuite_env.read_journals(job.run_dir).get(job.bsuite_id, [])
+    budget = episode_budget(job.bsuite_id.partition('/')[0])
+    df = pd.DataFrame(bsuite_env.csv_rows(
+        episodes, min(budget, num_episodes or budget)))
+  if df.empty:
+    return df
+  # pylint: disable-next=protected-access
+  return df[[bool(wrappers._logarithmic_logging(int(episode)))
+             for episode in df.episode]]
+
+
+def solved_episode(job: Job, num_episodes: Optional[int]) -> Optional[int]:
+  """The episode at which bsuite's analysis counts the job's id solved.
+
+  None if not (yet) solved. bsuite's own `find_solution` decides, on the
+  rows logged so far with the id's settings (e.g. its size) as columns.
+  """
+  from bsuite import sweep  # pylint: disable=g-import-not-at-top
+  df = logged_rows(job, num_episodes)
+  if df.empty:
+    return None
+  for key, value in sweep.SETTINGS[job.bsuite_id].items():
+    df[key] = value
+  experiment = job.bsuite_id.partition('/')[0]
+  with warnings.catch_warnings():
+    warnings.simplefilter('ignore', FutureWarning)  # as in score()
+    solution = solution_finder(experiment)(
+        df, merge=False, **({'num_episodes': num_episodes}
+                            if num_episodes else {}))
+  solved = solution[solution.solved.astype(bool)]
+  return int(solved.episode.iloc[0]) if len(solved) else None
 
 
 def read_done(directory: str) -> Optional[Dict[str, Any]]:
@@ -385,13 +470,17 @@ class _Running:
   started: float  # time.time()
   monotonic: float
   log: Any
+  solved_at: Optional[int] = None  # --stop_when_solved: stopped there
 
 
 class Runner:
   """Runs jobs, `max_jobs` at a time; a line per started and ended run."""
 
-  def __init__(self, jobs: Sequence[Job], max_jobs: int):
+  def __init__(self, jobs: Sequence[Job], max_jobs: int,
+               num_episodes: Optional[int] = None):
     self._pending = collections.deque(jobs)
+    self._num_episodes = num_episodes
+    self._next_solved_check = time.monotonic() + SOLVED_POLL_SECONDS
     self._total = len(jobs)
     self._max_jobs = max_jobs
     self._running: Dict[int, _Running] = {}
@@ -405,6 +494,7 @@ class Runner:
         while self._pending and len(self._running) < self._max_jobs:
           self._start(self._pending.popleft())
         if not self._reap():
+          self._stop_solved()
           time.sleep(POLL_SECONDS)
     except BaseException:
       self._stop_all()
@@ -426,6 +516,22 @@ class Runner:
                                           time.monotonic(), log)
     print(f'start {job.label} (log: {os.path.join(job.run_dir, LOG_FILE)})',
           flush=True)
+
+  def _stop_solved(self) -> None:
+    """SIGTERM to the --stop_when_solved runs whose id is solved."""
+    if time.monotonic() < self._next_solved_check:
+      return
+    self._next_solved_check = time.monotonic() + SOLVED_POLL_SECONDS
+    for pid, running in self._running.items():
+      if not running.job.stop_when_solved or running.solved_at is not None:
+        continue
+      episode = solved_episode(running.job, self._num_episodes)
+      if episode is None:
+        continue
+      running.solved_at = episode
+      os.kill(pid, signal.SIGTERM)
+      print(f'solved {running.job.label} at episode {episode:,} (bsuite\'s '
+            'find_solution): stopping it', flush=True)
 
   def _reap(self) -> bool:
     """Handles the runs that ended; whether any did."""
@@ -458,6 +564,11 @@ class Runner:
     attempt = {'started': _utc(running.started), 'exit_code': code,
                'wall_seconds': round(wall, 3), 'cpu_seconds': round(cpu, 3),
                'interrupted': self._stopping, 'settings': job.settings}
+    if running.solved_at is not None:
+      attempt['solved_at_episode'] = running.solved_at
+      # Stopped by us: SIGTERM's exit (ours 143, a reference agent dies).
+      if code in (128 + signal.SIGTERM, -signal.SIGTERM):
+        code = 0
     with open(os.path.join(job.run_dir, ATTEMPTS_FILE), 'a') as f:
       f.write(json.dumps(attempt) + '\n')
     if self._stopping:
@@ -476,7 +587,9 @@ class Runner:
       with open(path + '.tmp', 'w') as f:
         json.dump(done, f, indent=2)
       os.replace(path + '.tmp', path)
-      print(f'{count} done {job.label}: {format_seconds(wall)} wall, '
+      solved = (f' (solved at episode {running.solved_at:,})'
+                if running.solved_at is not None else '')
+      print(f'{count} done {job.label}{solved}: {format_seconds(wall)} wall, '
             f'{format_seconds(cpu)} CPU ({cpu / max(wall, 1e-9):.1f} '
             'cores)', flush=True)
       return
@@ -570,15 +683,17 @@ def collect_csvs(agent: Agent, bsuite_ids: Sequence[str], work_dir: str,
 
 
 def _costs(agent: Agent, bsuite_ids: Sequence[str], work_dir: str):
-  """(ids finished, CPU seconds, wall seconds) over all recorded attempts."""
-  done, cpu, wall = 0, 0.0, 0.0
+  """(ids finished, of them ended when solved, CPU s, wall s) of all attempts."""
+  done, solved, cpu, wall = 0, 0, 0.0, 0.0
   for bsuite_id in bsuite_ids:
     directory = run_dir(work_dir, agent, bsuite_id)
-    done += read_done(directory) is not None
+    record = read_done(directory)
+    done += record is not None
+    solved += record is not None and 'solved_at_episode' in record
     for attempt in read_attempts(directory):
       cpu += attempt['cpu_seconds']
       wall += attempt['wall_seconds']
-  return done, cpu, wall
+  return done, solved, cpu, wall
 
 
 def _patch_matplotlib_for_plotnine() -> None:
@@ -709,7 +824,7 @@ def score(agents: Sequence[Agent], bsuite_ids: Sequence[str], work_dir: str,
 
     rows = []
     for agent in agents:
-      done, cpu, wall = _costs(agent, bsuite_ids, work_dir)
+      done, solved, cpu, wall = _costs(agent, bsuite_ids, work_dir)
       counts = [int(count) for count in df[df.agent_name == agent.name]
                 .groupby('bsuite_id')['episode'].max()]
       row = {'agent': agent.name, 'config': agent.describe(),
@@ -721,6 +836,7 @@ def score(agents: Sequence[Agent], bsuite_ids: Sequence[str], work_dir: str,
         row[f'{experiment} finished'] = (bool(match.finished.iloc[0])
                                          if len(match) else None)
       row.update(ids_requested=len(bsuite_ids), ids_done=done,
+                 ids_ended_solved=solved,
                  ids_logged=len(logged[agent.name]),
                  episodes_min=min(counts) if counts else None,
                  episodes_max=max(counts) if counts else None,
@@ -796,6 +912,15 @@ def _markdown(rows, experiments, bsuite_ids, num_episodes,
     notes.append(f'Budget: --num_episodes={num_episodes:,} episodes per id; '
                  f'bsuite\'s: {budgets}. Below it, a trial, not a bsuite '
                  'result.')
+  stopped = [f'{row["agent"]} {row["ids_ended_solved"]}' for row in rows
+             if row['ids_ended_solved']]
+  if stopped:
+    notes.append(
+        'Ended when solved (--stop_when_solved), ids per agent: '
+        + ', '.join(stopped) + '. bsuite\'s analysis scores an id by the '
+        'first logged episode below its threshold and counts a solved id as '
+        'finished: the scores are those of the full budget; episodes per id '
+        'counts the episodes run.')
   if unfinished:
     notes.append('`*`: not every id reached bsuite\'s episode count '
                  '(bsuite\'s `finished` flag is false).')
@@ -835,6 +960,8 @@ def sweep_main() -> int:
   check_num_episodes(_NUM_EPISODES.value, bsuite_ids)
   if _JOBS.value < 1:
     raise UsageError(f'--jobs must be >= 1, got {_JOBS.value}')
+  if _STOP_WHEN_SOLVED.value:
+    check_stop_when_solved(bsuite_ids)
   work_dir = os.path.abspath(_WORK_DIR.value)
   out_dir = os.path.abspath(_OUT_DIR.value or os.path.join(work_dir,
                                                            'scores'))
@@ -842,11 +969,11 @@ def sweep_main() -> int:
   if not _SCORE_ONLY.value:
     check_reference_modules(agents)
     jobs = [make_job(agent, bsuite_id, work_dir, _NUM_EPISODES.value,
-                     _GIN_BINDINGS.value)
+                     _GIN_BINDINGS.value, _STOP_WHEN_SOLVED.value)
             for bsuite_id in bsuite_ids for agent in agents]
     print(f'{len(bsuite_ids)} bsuite ids x {len(agents)} agents; runs in '
           f'{work_dir}', flush=True)
-    runner = Runner(plan(jobs), _JOBS.value)
+    runner = Runner(plan(jobs), _JOBS.value, _NUM_EPISODES.value)
     runner.run()
     failed = runner.failed
 

@@ -169,6 +169,88 @@ class FlagsTest(TestCase):
     self.assertFalse([f for f in job.command if 'num_episodes' in f])
 
 
+def write_journal(run_dir, outcomes, bsuite_id='deep_sea-0'):
+  """A run's bsuite journal: one deep_sea episode per outcome (True: good)."""
+  path = os.path.join(run_dir, 'bsuite', 'episodes', f'{bsuite_id}.1.0.0.jsonl')
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    for number, good in enumerate(outcomes):
+      f.write(json.dumps({
+          'time': float(number), 'length': 10, 'return': float(good),
+          'info': {'total_bad_episodes': float(not good),
+                   'denoised_return': float(good)}}) + '\n')
+
+
+# A script for a fake run: writes a deep_sea journal of 200 bad then 100
+# good episodes, then waits to be stopped (143 on SIGTERM, as ours).
+FAKE_RUN = """
+import json, os, signal, sys, time
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+path = os.path.join(sys.argv[1], 'bsuite', 'episodes', 'deep_sea-0.1.0.0.jsonl')
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path, 'w') as f:
+  for number in range(300):
+    good = number >= 200
+    f.write(json.dumps({'time': float(number), 'length': 10,
+                        'return': float(good),
+                        'info': {'total_bad_episodes': float(not good),
+                                 'denoised_return': float(good)}}) + '\\n')
+time.sleep(60)
+sys.exit(1)  # never stopped
+"""
+
+
+class StopWhenSolvedTest(TestCase):
+
+  def job(self, run_dir, command=()):
+    ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
+    job = sweep.make_job(ours, 'deep_sea/0', '/w', None, [],
+                         stop_when_solved=True)
+    job.run_dir = run_dir
+    job.command = list(command)
+    return job
+
+  def test_solved_at_bsuites_first_logged_episode_below_threshold(self):
+    run_dir = self.make_dir()
+    job = self.job(run_dir)
+    # 200 bad episodes, then good ones: the share of bad ones falls below
+    # 0.9 after episode 222; bsuite logs at 200 and 250, not in between.
+    write_journal(run_dir, [False] * 200 + [True] * 30)
+    self.assertIsNone(sweep.solved_episode(job, None))
+    write_journal(run_dir, [False] * 200 + [True] * 60)
+    self.assertEqual(sweep.solved_episode(job, None), 250)
+    # Within a smaller budget only.
+    self.assertIsNone(sweep.solved_episode(job, 240))
+    write_journal(run_dir, [False] * 300)
+    self.assertIsNone(sweep.solved_episode(job, None))
+    self.assertIsNone(sweep.solved_episode(self.job(self.make_dir()), None))
+
+  def test_only_for_experiments_with_a_solved_criterion(self):
+    sweep.check_stop_when_solved(['deep_sea/0', 'deep_sea_stochastic/3'])
+    with self.assertRaisesRegex(sweep.UsageError, 'memory_len has no solved'):
+      sweep.check_stop_when_solved(['deep_sea/0', 'memory_len/0'])
+
+  def test_settings_name_it_only_when_on(self):
+    ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
+    self.assertNotIn('stop_when_solved',
+                     sweep.make_job(ours, 'deep_sea/0', '/w', None, []).settings)
+    self.assertTrue(self.job('/w').settings['stop_when_solved'])
+
+  def test_runner_stops_a_solved_run_and_marks_it_finished(self):
+    run_dir = self.make_dir()
+    job = self.job(run_dir, [sys.executable, '-c', FAKE_RUN, run_dir])
+    poll = sweep.SOLVED_POLL_SECONDS
+    sweep.SOLVED_POLL_SECONDS = 0.5
+    self.addCleanup(setattr, sweep, 'SOLVED_POLL_SECONDS', poll)
+    runner = sweep.Runner([job], 1)
+    runner.run()
+    self.assertEqual(runner.failed, [])
+    done = sweep.read_done(run_dir)
+    self.assertEqual(done['solved_at_episode'], 250)
+    self.assertEqual(done['exit_code'], 143)
+    self.assertLess(done['wall_seconds'], 30)
+
+
 class CommandLineTest(TestCase):
 
   def test_bad_id_exits_2_with_one_line_and_runs_nothing(self):
