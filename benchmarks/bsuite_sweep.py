@@ -564,11 +564,16 @@ class Runner:
     attempt = {'started': _utc(running.started), 'exit_code': code,
                'wall_seconds': round(wall, 3), 'cpu_seconds': round(cpu, 3),
                'interrupted': self._stopping, 'settings': job.settings}
+    stop_code = ''
     if running.solved_at is not None:
+      # Stopped by us once its journal or CSV, already on disk, showed the
+      # solution: the score does not depend on how the process then ended
+      # (ours exit 143, a reference agent dies of the SIGTERM; any other
+      # code is printed with the done line).
       attempt['solved_at_episode'] = running.solved_at
-      # Stopped by us: SIGTERM's exit (ours 143, a reference agent dies).
-      if code in (128 + signal.SIGTERM, -signal.SIGTERM):
-        code = 0
+      if code not in (128 + signal.SIGTERM, -signal.SIGTERM):
+        stop_code = f', exit code {code} after the stop'
+      code = 0
     with open(os.path.join(job.run_dir, ATTEMPTS_FILE), 'a') as f:
       f.write(json.dumps(attempt) + '\n')
     if self._stopping:
@@ -587,7 +592,7 @@ class Runner:
       with open(path + '.tmp', 'w') as f:
         json.dump(done, f, indent=2)
       os.replace(path + '.tmp', path)
-      solved = (f' (solved at episode {running.solved_at:,})'
+      solved = (f' (solved at episode {running.solved_at:,}{stop_code})'
                 if running.solved_at is not None else '')
       print(f'{count} done {job.label}{solved}: {format_seconds(wall)} wall, '
             f'{format_seconds(cpu)} CPU ({cpu / max(wall, 1e-9):.1f} '
