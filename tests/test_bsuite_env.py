@@ -4,8 +4,10 @@ import glob
 import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from unittest import mock
 
 from absl.testing import absltest
@@ -362,6 +364,33 @@ class RunTest(_TestCase):
     # plus those ended while the learner read its last reports).
     self.assertGreaterEqual(result['EnvironmentSteps'], 300)
     self.assertLessEqual(journaled * 10, result['EnvironmentSteps'] + 4 * 10)
+
+  def test_users_file_elsewhere_includes_a_shipped_file(self):
+    # A user's three lines in their own folder, run from there as the
+    # docs show; only what makes R2D2 this short is on the command line.
+    folder = tempfile.mkdtemp(prefix='tfa_explore_user_')
+    self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
+    self.assertFalse(folder.startswith(REPO_ROOT))
+    with open(os.path.join(folder, 'mine.gin'), 'w') as f:
+      f.write("include 'gin/r2d2/bsuite_memory_len.gin'\n"
+              "BSUITE_ID = 'bsuite/memory_len/0'\n"
+              'NUM_EPISODES = 40\n')
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', 'train_eval.py'),
+         '--root_dir=runs/mine', '--gin_file=mine.gin',
+         '--gin_bindings=r2d2.Settings.min_size_to_sample = 4',
+         '--gin_bindings=r2d2.r2d2_agent_fn.jit_compile = False',
+         '--gin_bindings=r2d2.Settings.actor_update_period = 20'],
+        cwd=folder, capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn('Budget: 40 episodes (r2d2.Settings.num_episodes)',
+                  result.stderr)
+    # R2D2's progress line counts episodes too.
+    self.assertRegex(result.stderr,
+                     r'\d\d:\d\d:\d\d episodes \d+/40 \(\d+%\) \| env steps ')
+    frame = pd.read_csv(bsuite_env.csv_path(
+        os.path.join(folder, 'runs', 'mine'), 'memory_len/0'))
+    self.assertEqual(frame.episode.max(), 40)
 
   def test_unknown_id_exits_2_with_one_line(self):
     result = subprocess.run(

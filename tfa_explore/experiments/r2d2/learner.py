@@ -352,7 +352,7 @@ class Learner:
     if run_kit.crossed(train_steps, now_train_steps,
                        settings.summary_interval):
       self.write_summaries()
-    if run_kit.crossed(steps, now_steps, settings.log_interval):
+    if progress_log.due(steps, now_steps, episodes):
       progress_log.log(now_steps, {
           'train step': f'{now_train_steps:,}',
           'recent return': '%.2f' % self._progress.recent_return(),
