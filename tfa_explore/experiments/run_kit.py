@@ -436,7 +436,7 @@ class ProgressLog:
       parts = [f'episodes {episodes:,}/{episodes_total:,} '
                f'({100.0 * episodes / episodes_total:.0f}%)',
                f'env steps {env_steps:,}']
-    # Seconds to the end at each budget's rate (None: no rate yet).
+    # Seconds to the end at each budget's rate (none before a rate).
     etas = []
     if self._mark is not None and env_steps > self._mark[1]:
       mark_time, mark_steps, mark_episodes, mark_counters = self._mark
