@@ -15,7 +15,9 @@ run through train/train_eval.py; bsuite's reference agents
 through their own `bsuite.baselines...run` scripts (these need bsuite's
 [baselines] extra: tqdm, dm-sonnet, trfl). One process per
 (agent, id), `--jobs` at a time, each in `<work_dir>/<agent>/<experiment>-
-<setting>/` with its output in `sweep.log` there.
+<setting>/` with its output in `sweep.log` there. Between a run's `start`
+and `done` lines, a `progress` line every minute: its episodes so far
+(`episodes_logged`) against its budget.
 
 --bsuite_ids: a comma list of ids (`deep_sea/3` or `bsuite/deep_sea/3`),
 inclusive ranges (`deep_sea/0-10`) or whole experiments (`deep_sea`: all its
@@ -23,8 +25,10 @@ settings). Every id is checked against bsuite's sweep before anything runs.
 
 --num_episodes: a smaller episode budget than bsuite's (10,000 for most
 experiments), for trials: our runs get it as `NUM_EPISODES`, reference
-agents as --num_episodes. bsuite's scores assume the full budget; the table
-says when it was not run (`*`).
+agents as --num_episodes. Without it our runs stop at bsuite's own budget
+(the gin file's NUM_EPISODES, None in the shipped files). bsuite's scores
+assume the full budget; the table says when it was not run (`*`), and
+scores.md notes a --num_episodes below bsuite's budget.
 
 --stop_when_solved: end a run once bsuite's analysis counts its id solved
 (experiments whose analysis has `find_solution`: deep_sea and
@@ -50,13 +54,17 @@ CSV logs (`tfa_explore.environments.bsuite.write_csv`, idempotent); each
 agent's CSVs are copied to `<work_dir>/<agent>/csv/`, read with bsuite's
 `csv_load.load_bsuite` and scored with `summary_analysis.bsuite_score`
 (scores in [0, 1]). Written to --out_dir: `scores.md` (the table, the
-command line, commit and date), `scores.csv`, and bsuite's plots as PNG:
-the bar plot (`bsuite_bar_plot_compare`, or `bsuite_bar_plot` for one
-agent) and, per experiment, every `plot_*` of its analysis module (deep_sea:
-scaling, scaling_log, regret, seeds; memory_len: learning, scale, seeds).
-A plot that fails is reported and skipped; some need what a trial lacks
-(memory_len's scale: bsuite's full budget; deep_sea's seeds: over 100
-episodes; deep_sea's regret: one of the sizes 10, 20, 30, 40, 50).
+command line with its paths relative to the folder it was run in, commit
+and date), `scores.csv`, and bsuite's plots as PNG: the bar plot
+(`bsuite_bar_plot_compare`, or `bsuite_bar_plot` for one agent) and, per
+experiment, every `plot_*` of its analysis module, also those it takes from
+another experiment's (deep_sea: scaling, scaling_log, regret, seeds;
+deep_sea_stochastic: the same, three of them deep_sea's; memory_len:
+learning, scale, seeds). A plot that fails is reported, named in scores.md
+with the reason, and skipped; some need what a trial lacks (memory_len's
+scale: bsuite's full budget; deep_sea's seeds: over 100 episodes;
+deep_sea's regret: one of the sizes 10, 20, 30, 40, 50). Scoring imports
+TensorFlow quietly (`bsuite_env_module`): the sweep's output is its own.
 
 Exit codes: 0; 1 a run failed (or nothing to score); 2 a bad flag value
 (one `ERROR:` line); 130 interrupted (SIGINT or SIGTERM: the runs it started
@@ -64,6 +72,8 @@ are stopped, and the next sweep starts them again).
 """
 
 import collections
+import contextlib
+import csv
 import dataclasses
 import datetime
 import difflib
@@ -71,6 +81,7 @@ import glob
 import importlib
 import importlib.util
 import inspect
+import io
 import json
 import logging
 import os
@@ -101,6 +112,7 @@ CSV_DIR = 'csv'  # under <work_dir>/<agent>: what bsuite's csv_load reads
 TAIL_LINES = 20
 POLL_SECONDS = 0.2
 SOLVED_POLL_SECONDS = 30  # --stop_when_solved: how often a run's log is read
+PROGRESS_SECONDS = 60  # a progress line per running run this often
 STOP_SECONDS = 30  # an interrupted sweep's runs get this long to end
 REFERENCES = {
     'dqn': 'bsuite.baselines.tf.dqn.run',
@@ -147,6 +159,30 @@ _SCORE_ONLY = flags.DEFINE_bool(
 
 class UsageError(Exception):
   """A flag value the user must fix: one `ERROR:` line, exit code 2."""
+
+
+def bsuite_env_module():
+  """tfa_explore's bsuite module, imported without others' start-up lines.
+
+  It imports TensorFlow, TF-Agents and gym, whose start-up lines (TF's C++
+  notices, gym's "unmaintained" notice) would land among the sweep's own.
+  TensorFlow reads TF_CPP_MIN_LOG_LEVEL once, when its library loads: it is
+  set for the import only, so the runs this sweep starts keep the
+  environment they were given. gym prints its notice to sys.stderr when
+  imported.
+  """
+  name = 'tfa_explore.environments.bsuite'
+  if name in sys.modules:
+    return sys.modules[name]
+  variable = 'TF_CPP_MIN_LOG_LEVEL'
+  previous = os.environ.get(variable)
+  os.environ.setdefault(variable, '3')  # an explicit setting wins
+  try:
+    with contextlib.redirect_stderr(io.StringIO()):
+      return importlib.import_module(name)
+  finally:
+    if previous is None:
+      os.environ.pop(variable, None)
 
 
 # ----------------------------------------------------------------- flags ---
@@ -225,12 +261,25 @@ class Agent:
   def is_reference(self) -> bool:
     return self.module is not None
 
-  def describe(self) -> str:
-    """The gin file (relative to the repo when inside it) or the module."""
+  def _in_repo(self) -> Optional[str]:
+    relative = os.path.relpath(self.gin_file, REPO_ROOT)
+    return None if relative.startswith('..') else relative
+
+  def identity(self) -> str:
+    """What a finished run records (`Job.settings`): the module, or the gin
+    file relative to the repo when inside it, else its absolute path (the
+    same file from any folder the sweep is run in)."""
     if self.is_reference:
       return self.module
-    relative = os.path.relpath(self.gin_file, REPO_ROOT)
-    return self.gin_file if relative.startswith('..') else relative
+    return self._in_repo() or self.gin_file
+
+  def describe(self) -> str:
+    """What scores.md shows: the module, or the gin file relative to the
+    repo when inside it, else to the current directory, as the recorded
+    command names it (`recorded_command`): no machine's absolute path."""
+    if self.is_reference:
+      return self.module
+    return self._in_repo() or os.path.relpath(self.gin_file)
 
 
 def parse_agents(agent_flags: Sequence[str], reference_flags: Sequence[str],
@@ -364,13 +413,13 @@ def make_job(agent: Agent, bsuite_id: str, work_dir: str,
                    [f'--num_episodes={num_episodes}'] if num_episodes else [])
     command = [sys.executable, '-m', agent.module, f'--save_path={directory}',
                '--overwrite=True'] + options
-    settings = {'agent': agent.describe(), 'flags': options}
+    settings = {'agent': agent.identity(), 'flags': options}
   else:
     # The sweep's own bindings last: they win over --gin_bindings.
     ours = list(bindings) + [f"BSUITE_ID='{ID_PREFIX}{bsuite_id}'"] + (
         [f'NUM_EPISODES={num_episodes}'] if num_episodes else [])
     command = common.train_eval_command(directory, agent.gin_file, ours)
-    settings = {'agent': agent.describe(), 'bindings': ours}
+    settings = {'agent': agent.identity(), 'bindings': ours}
   if stop_when_solved:  # only then: earlier finished runs stay finished
     settings['stop_when_solved'] = True
   return Job(agent, bsuite_id, directory, command, settings,
@@ -392,7 +441,7 @@ def logged_rows(job: Job, num_episodes: Optional[int]):
     except (OSError, ValueError):  # not written yet, or being written
       return pd.DataFrame()
   else:
-    from tfa_explore.environments import bsuite as bsuite_env  # pylint: disable=g-import-not-at-top
+    bsuite_env = bsuite_env_module()
     episodes = bsuite_env.read_journals(job.run_dir).get(job.bsuite_id, [])
     budget = episode_budget(job.bsuite_id.partition('/')[0])
     df = pd.DataFrame(bsuite_env.csv_rows(
@@ -424,6 +473,34 @@ def solved_episode(job: Job, num_episodes: Optional[int]) -> Optional[int]:
                             if num_episodes else {}))
   solved = solution[solution.solved.astype(bool)]
   return int(solved.episode.iloc[0]) if len(solved) else None
+
+
+def episodes_logged(job: Job) -> int:
+  """Episodes the job's run has logged so far, read without TensorFlow.
+
+  Ours: the complete lines of its journals (`tfa_explore.environments.
+  bsuite`: <run dir>/bsuite/episodes/<id>.*.jsonl, one line per episode).
+  A reference agent: the last row of its CSV, which bsuite writes at its
+  logarithmic episode counts (1-10, 12, 14, ..., 100, 120, ...), so the
+  count lags behind.
+  """
+  if job.agent.is_reference:
+    try:
+      with open(os.path.join(job.run_dir, csv_name(job.bsuite_id))) as f:
+        rows = list(csv.DictReader(f))
+      return int(float(rows[-1]['episode'])) if rows else 0
+    except (OSError, KeyError, ValueError):  # not written yet, or being
+      return 0
+  count = 0
+  pattern = os.path.join(job.run_dir, 'bsuite', 'episodes',
+                         f'{job.bsuite_id.replace("/", SAFE_SEPARATOR)}.*.jsonl')
+  for path in glob.glob(pattern):
+    try:
+      with open(path, 'rb') as f:
+        count += f.read().count(b'\n')  # a torn last line has none
+    except OSError:
+      pass
+  return count
 
 
 def read_done(directory: str) -> Optional[Dict[str, Any]]:
@@ -471,6 +548,7 @@ class _Running:
   monotonic: float
   log: Any
   solved_at: Optional[int] = None  # --stop_when_solved: stopped there
+  next_progress: float = 0.0  # time.monotonic() of its next progress line
 
 
 class Runner:
@@ -495,6 +573,7 @@ class Runner:
           self._start(self._pending.popleft())
         if not self._reap():
           self._stop_solved()
+          self._report_progress()
           time.sleep(POLL_SECONDS)
     except BaseException:
       self._stop_all()
@@ -512,10 +591,26 @@ class Runner:
     process = subprocess.Popen(job.command, stdout=log,
                                stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, cwd=REPO_ROOT)
-    self._running[process.pid] = _Running(job, process, started,
-                                          time.monotonic(), log)
+    self._running[process.pid] = _Running(
+        job, process, started, time.monotonic(), log,
+        next_progress=time.monotonic() + PROGRESS_SECONDS)
     print(f'start {job.label} (log: {os.path.join(job.run_dir, LOG_FILE)})',
           flush=True)
+
+  def _report_progress(self) -> None:
+    """A line per run every PROGRESS_SECONDS: its episodes and budget."""
+    now = time.monotonic()
+    for running in self._running.values():
+      if now < running.next_progress:
+        continue
+      running.next_progress = now + PROGRESS_SECONDS
+      job = running.job
+      budget = self._num_episodes or episode_budget(
+          job.bsuite_id.partition('/')[0])
+      episodes = episodes_logged(job)
+      print(f'progress {job.label}: episodes {episodes:,}/{budget:,} '
+            f'({100.0 * episodes / budget:.0f}%) after '
+            f'{format_seconds(now - running.monotonic)}', flush=True)
 
   def _stop_solved(self) -> None:
     """SIGTERM to the --stop_when_solved runs whose id is solved."""
@@ -672,7 +767,7 @@ def collect_csvs(agent: Agent, bsuite_ids: Sequence[str], work_dir: str,
     if agent.is_reference:
       path = os.path.join(directory, csv_name(bsuite_id))
     else:
-      from tfa_explore.environments import bsuite as bsuite_env  # pylint: disable=g-import-not-at-top
+      bsuite_env = bsuite_env_module()
       bsuite_env.write_csv(directory, num_episodes)
       path = bsuite_env.csv_path(directory, bsuite_id)
     if os.path.isfile(path):
@@ -723,14 +818,16 @@ def _patch_matplotlib_for_plotnine() -> None:
 def experiment_plots(experiment: str):
   """[(name, function, takes find_solution's frame)] of bsuite's analysis.
 
-  Every `plot_*` of `bsuite.experiments.<experiment>.analysis` takes
-  (df, sweep_vars), except those whose first argument is `plt_df`
-  (deep_sea's scaling plots), which take `find_solution(df, sweep_vars)`.
+  Every `plot_*` of `bsuite.experiments.<experiment>.analysis`, its own or
+  one it takes from another experiment's (deep_sea_stochastic's scaling
+  and regret plots are deep_sea's). Each takes (df, sweep_vars), except
+  those whose first argument is `plt_df` (deep_sea's scaling plots), which
+  take this experiment's `find_solution(df, sweep_vars)`.
   """
   module = importlib.import_module(f'bsuite.experiments.{experiment}.analysis')
   plots = []
   for name, function in inspect.getmembers(module, inspect.isfunction):
-    if not name.startswith('plot_') or function.__module__ != module.__name__:
+    if not name.startswith('plot_'):
       continue
     first = next(iter(inspect.signature(function).parameters))
     plots.append((name[len('plot_'):], function, first == 'plt_df'))
@@ -738,10 +835,14 @@ def experiment_plots(experiment: str):
 
 
 def save_plots(df, score_df, sweep_vars, experiments: Sequence[str],
-               out_dir: str) -> List[str]:
-  """bsuite's plots as PNGs in out_dir; the file names saved.
+               out_dir: str):
+  """bsuite's plots as PNGs in out_dir.
 
-  A failing plot is reported and skipped: the table is already written.
+  A plot that fails is reported and skipped: the table is already written.
+
+  Returns:
+    (the file names saved, {file name or experiment: why it was not
+    drawn}) for scores.md.
   """
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use('Agg')
@@ -750,7 +851,7 @@ def save_plots(df, score_df, sweep_vars, experiments: Sequence[str],
   logging.getLogger('matplotlib').setLevel(logging.WARNING)
   _patch_matplotlib_for_plotnine()
   from bsuite.experiments import summary_analysis  # pylint: disable=g-import-not-at-top
-  saved = []
+  saved, not_drawn = [], {}
 
   def save(file_name, make):
     path = os.path.join(out_dir, file_name)
@@ -760,7 +861,9 @@ def save_plots(df, score_df, sweep_vars, experiments: Sequence[str],
       make().save(path, verbose=False)
       saved.append(file_name)
     except Exception as e:  # pylint: disable=broad-except
-      print(f'plot {file_name} failed: {type(e).__name__}: {e}', flush=True)
+      reason = f'{type(e).__name__}: {_first_line(e)}'
+      not_drawn[file_name] = reason
+      print(f'plot {file_name} failed: {reason}', flush=True)
 
   if score_df['agent_name'].nunique() > 1:
     save('bsuite_bar_plot_compare.png',
@@ -776,6 +879,7 @@ def save_plots(df, score_df, sweep_vars, experiments: Sequence[str],
     try:
       module, plots = experiment_plots(experiment)
     except ImportError as e:
+      not_drawn[f'plots of {experiment}'] = f'no analysis module ({e})'
       print(f'plots of {experiment}: no analysis module ({e})', flush=True)
       continue
     for name, function, wants_solution in plots:
@@ -786,7 +890,13 @@ def save_plots(df, score_df, sweep_vars, experiments: Sequence[str],
         make = (lambda function=function: function(experiment_df,
                                                    sweep_vars))
       save(f'{experiment}_{name}.png', make)
-  return saved
+  return saved, not_drawn
+
+
+def _first_line(error: BaseException, limit: int = 160) -> str:
+  lines = str(error).strip().splitlines()
+  line = lines[0] if lines else repr(error)
+  return line if len(line) <= limit else line[:limit - 3] + '...'
 
 
 def _episodes(values: Sequence[int]) -> str:
@@ -828,6 +938,11 @@ def score(agents: Sequence[Agent], bsuite_ids: Sequence[str], work_dir: str,
         columns=[c for c in score_df.columns if c.startswith('level_')])
 
     rows = []
+    # {agent: {experiment: (ids finished, ids logged)}}: what each
+    # experiment's score is over.
+    id_counts = {agent.name: _id_counts(agent, bsuite_ids, work_dir,
+                                        logged[agent.name])
+                 for agent in agents}
     for agent in agents:
       done, solved, cpu, wall = _costs(agent, bsuite_ids, work_dir)
       counts = [int(count) for count in df[df.agent_name == agent.name]
@@ -851,17 +966,55 @@ def score(agents: Sequence[Agent], bsuite_ids: Sequence[str], work_dir: str,
     os.makedirs(out_dir, exist_ok=True)
     pd.DataFrame(rows).to_csv(os.path.join(out_dir, 'scores.csv'),
                               index=False)
-    markdown = _markdown(rows, experiments, bsuite_ids, num_episodes,
+    markdown = _markdown(rows, experiments, id_counts, num_episodes,
                          command_line)
     with open(os.path.join(out_dir, 'scores.md'), 'w') as f:
       f.write(markdown)
     warnings.simplefilter('ignore', UserWarning)  # plotnine's advice
-    plots = save_plots(df, score_df, sweep_vars, experiments, out_dir)
+    plots, not_drawn = save_plots(df, score_df, sweep_vars, experiments,
+                                  out_dir)
+  if plots or not_drawn:
+    markdown += '\n'
   if plots:
-    markdown += f'\nPlots (bsuite\'s own): {", ".join(plots)}\n'
-    with open(os.path.join(out_dir, 'scores.md'), 'w') as f:
-      f.write(markdown)
+    markdown += f'Plots (bsuite\'s own): {", ".join(plots)}\n'
+  if not_drawn:
+    markdown += 'Plots not drawn: ' + '; '.join(
+        f'{name} ({reason})' for name, reason in not_drawn.items()) + '\n'
+  with open(os.path.join(out_dir, 'scores.md'), 'w') as f:
+    f.write(markdown)
   return markdown
+
+
+def _id_counts(agent: Agent, bsuite_ids: Sequence[str], work_dir: str,
+               logged: Dict[str, str]) -> Dict[str, tuple]:
+  """{experiment: (ids finished, ids logged)} of the agent's runs.
+
+  An experiment's score is over the ids logged, finished or not.
+  """
+  counts = {}
+  for bsuite_id in bsuite_ids:
+    experiment = bsuite_id.partition('/')[0]
+    finished, count = counts.get(experiment, (0, 0))
+    if bsuite_id in logged:
+      count += 1
+      finished += read_done(run_dir(work_dir, agent, bsuite_id)) is not None
+    counts[experiment] = (finished, count)
+  return counts
+
+
+def _ids_scored(experiment: str, counts: Dict[str, tuple],
+                total: int) -> str:
+  """"deep_sea: 11 finished of bsuite's 21", per agent if they differ."""
+  def ids(finished, logged):
+    unfinished = logged - finished
+    return f'{finished} finished' + (f' and {unfinished} unfinished'
+                                     if unfinished else '')
+  texts = {agent: ids(*by_experiment[experiment])
+           for agent, by_experiment in counts.items()}
+  if len(set(texts.values())) == 1:
+    return f'{experiment}: {next(iter(texts.values()))} of bsuite\'s {total}'
+  return (f'{experiment}, of bsuite\'s {total}: '
+          + ', '.join(f'{agent} {text}' for agent, text in texts.items()))
 
 
 def _git(*args: str) -> str:
@@ -872,7 +1025,7 @@ def _git(*args: str) -> str:
     return ''
 
 
-def _markdown(rows, experiments, bsuite_ids, num_episodes,
+def _markdown(rows, experiments, id_counts, num_episodes,
               command_line) -> str:
   header = (['agent'] + experiments +
             ['ids run', 'episodes per id', 'CPU-hours', 'wall-hours',
@@ -899,24 +1052,25 @@ def _markdown(rows, experiments, bsuite_ids, num_episodes,
               f'{row["wall_hours"]:.3g}', f'`{row["config"]}`']
     lines.append('| ' + ' | '.join(cells) + ' |')
 
-  per_experiment = collections.Counter(i.partition('/')[0] for i in bsuite_ids)
   totals = {e: len(ids) for e, ids in _sweep_ids().items()}
-  budgets = ', '.join(
-      f'{e} {episode_budget(e):,}' for e in experiments)
   notes = [
       '',
       'Scores: bsuite\'s own (`summary_analysis.bsuite_score` on the CSV '
-      'logs), in [0, 1]; an experiment\'s score is over the ids run ('
-      + ', '.join(f'{e}: {per_experiment[e]} of bsuite\'s {totals[e]}'
-                  for e in experiments) + ').',
+      'logs), in [0, 1]; an experiment\'s score is over the ids each agent '
+      'logged (' + '; '.join(_ids_scored(e, id_counts, totals[e])
+                             for e in experiments) + ').',
       'ids run: finished runs / ids asked. episodes per id: the fewest and '
       'most episodes logged. CPU- and wall-hours: all attempts of the '
       'agent\'s runs (CPU: the process and the children it waited for).',
   ]
-  if num_episodes:
-    notes.append(f'Budget: --num_episodes={num_episodes:,} episodes per id; '
-                 f'bsuite\'s: {budgets}. Below it, a trial, not a bsuite '
-                 'result.')
+  below = [e for e in experiments
+           if num_episodes and num_episodes < episode_budget(e)]
+  if below:
+    notes.append(
+        f'Budget: --num_episodes={num_episodes:,} episodes per id, below '
+        'bsuite\'s for ' + ', '.join(f'{e} ({episode_budget(e):,})'
+                                    for e in below)
+        + ': a trial, not a bsuite result.')
   stopped = [f'{row["agent"]} {row["ids_ended_solved"]}' for row in rows
              if row['ids_ended_solved']]
   if stopped:
@@ -942,11 +1096,28 @@ def _markdown(rows, experiments, bsuite_ids, num_episodes,
   return '\n'.join(lines + notes) + '\n'
 
 
-def _command_line() -> str:
-  script = os.path.relpath(os.path.abspath(sys.argv[0]), REPO_ROOT)
-  if script.startswith('..'):
-    script = sys.argv[0]
-  return shlex.join(['python', script] + sys.argv[1:])
+def recorded_command(argv: Sequence[str], cwd: str) -> str:
+  """The sweep's command, to be run again from `cwd`, the folder it ran in.
+
+  scores.md is shared, so no path in it is absolute: the script and every
+  absolute path in a flag (a gin file outside the checkout, --work_dir)
+  are written relative to `cwd`.
+  """
+  def relative(path):
+    return os.path.relpath(path, cwd) if os.path.isabs(path) else path
+
+  def rewrite(arg):
+    name, equals, value = arg.partition('=')
+    if not (equals and name.startswith('-')):
+      return relative(arg)
+    if name.lstrip('-') == 'agent':  # --agent=NAME=GIN_FILE
+      agent, equals, gin_file = value.partition('=')
+      if equals:
+        return f'{name}={agent}={relative(gin_file)}'
+    return f'{name}={relative(value)}'
+
+  script = os.path.relpath(os.path.abspath(argv[0]), cwd)
+  return shlex.join(['python', script] + [rewrite(arg) for arg in argv[1:]])
 
 
 # ------------------------------------------------------------------ main ---
@@ -983,7 +1154,7 @@ def sweep_main() -> int:
     failed = runner.failed
 
   markdown = score(agents, bsuite_ids, work_dir, out_dir, _NUM_EPISODES.value,
-                   _command_line())
+                   recorded_command(sys.argv, os.getcwd()))
   if markdown is None:
     print(f'Nothing to score: no bsuite CSV log under {work_dir} for these '
           'agents and ids.', flush=True)

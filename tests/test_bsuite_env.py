@@ -1,13 +1,18 @@
 """tfa_explore.environments.bsuite: ids, specs, journals and bsuite's CSV."""
 
 import glob
+import inspect
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 from bsuite.experiments import summary_analysis
+from bsuite.experiments.deep_sea import sweep as deep_sea_sweep
 from bsuite.logging import csv_load
 import gin
 import numpy as np
@@ -91,6 +96,14 @@ class LoadTest(_TestCase):
     self.assertEqual(contexts(3), contexts(3))
     self.assertNotEqual(contexts(3), contexts(4))
 
+  def test_episode_budget_is_bsuites_for_the_id(self):
+    # What a run without its own num_episodes stops at (run_kit).
+    self.assertEqual(bsuite_env.load('bsuite/deep_sea/0').episode_budget,
+                     10_000)
+    self.assertEqual(
+        bsuite_env.load('bsuite/discounting_chain/0').episode_budget, 1000)
+    self.assertEqual(bsuite_env.episode_budget('discounting_chain/0'), 1000)
+
   def test_unknown_ids_raise_a_config_error_naming_them(self):
     for bad, hint in [('bsuite/deep_sea/99', 'deep_sea has settings 0 to 20'),
                       ('bsuite/deepsea/1', 'Did you mean: bsuite/deep_sea/1'),
@@ -99,6 +112,109 @@ class LoadTest(_TestCase):
         bsuite_env.load(bad)
       self.assertIn(repr(bad), str(raised.exception))
       self.assertIn(hint, str(raised.exception))
+
+
+def _trajectory(env, actions):
+  """(step type, reward, observation) of `env` reset, then stepped."""
+  steps = [env.reset()] + [env.step(np.int64(action)) for action in actions]
+  return [(int(step.step_type), float(step.reward),
+           tuple(np.ravel(step.observation))) for step in steps]
+
+
+def _actions(env, count=300):
+  spec = env.action_spec()
+  return np.random.default_rng(0).integers(
+      int(spec.minimum), int(spec.maximum) + 1, size=count)
+
+
+class SeedTest(_TestCase):
+
+  def test_every_experiment_repeats_with_one_seed(self):
+    # bsuite's settings set the seed to None (cartpole, catch, the noise
+    # wrappers) or its loader takes none (deep_sea_stochastic): unseeded,
+    # two loads would differ. MNIST's needs a download: left out.
+    from bsuite import sweep  # pylint: disable=g-import-not-at-top
+    experiments = sorted({name.partition('/')[0] for name in sweep.SWEEP
+                          if not name.startswith('mnist')})
+    self.assertIn('deep_sea_stochastic', experiments)
+    for experiment in experiments:
+      with self.subTest(experiment=experiment):
+        first = bsuite_env.load(f'{experiment}/0', seed=5)
+        second = bsuite_env.load(f'{experiment}/0', seed=5)
+        actions = _actions(first)
+        self.assertEqual(_trajectory(first, actions),
+                         _trajectory(second, actions))
+
+  def test_deep_sea_stochastic_follows_the_seed(self):
+    def trajectory(seed):
+      env = bsuite_env.load('bsuite/deep_sea_stochastic/0', seed=seed)
+      # Always "left" in deep_sea's mapping: at the bottom-left cell the
+      # reward gets bsuite's N(0, 1) noise, every episode.
+      return _trajectory(env, np.zeros(100, np.int64))
+    self.assertEqual(trajectory(3), trajectory(3))
+    self.assertNotEqual(trajectory(3), trajectory(4))
+
+  def test_deep_sea_stochastic_is_bsuites_env_with_a_seed(self):
+    from bsuite import bsuite as bsuite_lib  # pylint: disable=g-import-not-at-top
+    # bsuite's loader, which ours stands in for, takes these only.
+    self.assertEqual(
+        list(inspect.signature(bsuite_lib.EXPERIMENT_NAME_TO_ENVIRONMENT[
+            'deep_sea_stochastic']).parameters), ['size', 'mapping_seed'])
+    for setting in (0, 7):
+      ours = bsuite_env.raw_env(f'deep_sea_stochastic/{setting}', seed=0)
+      theirs = bsuite_lib.load_from_id(f'deep_sea_stochastic/{setting}')
+      self.assertIs(type(ours), type(theirs))
+      self.assertEqual(ours.bsuite_num_episodes, theirs.bsuite_num_episodes)
+      self.assertEqual(ours.observation_spec(), theirs.observation_spec())
+      np.testing.assert_array_equal(ours._action_mapping,
+                                    theirs._action_mapping)
+      self.assertFalse(ours._deterministic)
+
+  def test_deterministic_deep_sea_is_bsuites(self):
+    from bsuite import bsuite as bsuite_lib  # pylint: disable=g-import-not-at-top
+    actions = np.random.default_rng(1).integers(0, 2, size=200)
+    for seed in (0, 9):
+      ours = bsuite_env.raw_env('deep_sea/4', seed=seed)
+      theirs = bsuite_lib.load_from_id('deep_sea/4')
+      for env in (ours, theirs):
+        env.reset()
+      for action in actions:
+        mine, bsuites = ours.step(int(action)), theirs.step(int(action))
+        self.assertEqual((mine.step_type, mine.reward),
+                         (bsuites.step_type, bsuites.reward))
+        np.testing.assert_array_equal(mine.observation, bsuites.observation)
+        if mine.last():
+          ours.reset()
+          theirs.reset()
+
+  def test_two_runs_with_one_seed_log_the_same_episodes(self):
+    def journaled(seed):
+      root_dir = os.path.join(self.get_temp_dir(), f'run{seed}_{len(runs)}')
+      runs.append(root_dir)
+      run_context.set_run_dir(root_dir)
+      # Env i gets seed + i (batched.make_batched_env).
+      env = batched.make_batched_env(
+          lambda seed: bsuite_env.load('deep_sea_stochastic/0', seed=seed),
+          2, seed)
+      env.reset()
+      for action in np.random.default_rng(0).integers(0, 2, size=(60, 2)):
+        env.step(action)
+      env.close()
+      by_env = {}
+      for path in glob.glob(os.path.join(root_dir, bsuite_env.LOG_DIR,
+                                         bsuite_env.JOURNAL_DIR, '*.jsonl')):
+        # <id>.<pid>.<seed>.<number>.jsonl
+        env_seed = os.path.basename(path).split('.')[2]
+        with open(path) as f:
+          by_env[env_seed] = [(record['length'], record['return'])
+                              for record in map(json.loads, f)]
+      return by_env
+    runs = []
+    first = journaled(3)
+    self.assertEqual(sorted(first), ['3', '4'])
+    self.assertLen(first['3'], 5)  # 60 steps: 5 episodes and a reset each
+    self.assertEqual(journaled(3), first)
+    self.assertNotEqual(journaled(5)['5'], first['3'])
 
 
 class JournalTest(_TestCase):
@@ -199,6 +315,34 @@ class RunTest(_TestCase):
     frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
     self.assertEqual(frame.episode.max(), 7)
 
+  def test_run_without_num_episodes_stops_at_bsuites_budget(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'budget')
+    gin_file = os.path.join(self.get_temp_dir(), 'no_budget_ppo.gin')
+    with open(gin_file, 'w') as f:
+      f.write('\n'.join(
+          line for line in test_bsuite_sweep.TINY_PPO_GIN.splitlines()
+          if 'NUM_EPISODES' not in line))
+    # bsuite's own budget for deep_sea, shrunk from 10,000 to a test's.
+    with mock.patch.object(deep_sea_sweep, 'NUM_EPISODES', 6), \
+        self.assertLogs('absl', level='INFO') as logs:
+      runner.run(root_dir, [gin_file],
+                 ['on_policy.train_eval.log_interval = 20'])
+    lines = [record.getMessage() for record in logs.records]
+    self.assertIn("Budget: 6 episodes, bsuite/deep_sea/0's own (bind "
+                  'on_policy.train_eval.num_episodes to change it); at most '
+                  '100,000 env steps.', lines)
+    # 2 envs of 10-step episodes, each ending its 3rd in the 4th iteration
+    # (a reset step after each episode): 6 episodes end the run.
+    self.assertEqual(_episodes_in_journals(root_dir), 6)
+    frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
+    self.assertEqual(frame.episode.max(), 6)
+    progress = [line for line in lines if line.startswith('episodes ')]
+    self.assertTrue(progress, lines)
+    self.assertRegex(progress[-1], r'^episodes 6/6 \(100%\) \| env steps \d+ \| '
+                     r'.* \| ETA 0:00:00$')
+    self.assertFalse([line for line in lines
+                      if line.startswith('env steps ')])
+
   def test_r2d2_run_logs_its_actors_episodes_not_its_evals(self):
     root_dir = os.path.join(self.get_temp_dir(), 'r2d2')
     gin_file = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'bsuite_deep_sea.gin')
@@ -220,6 +364,33 @@ class RunTest(_TestCase):
     # plus those ended while the learner read its last reports).
     self.assertGreaterEqual(result['EnvironmentSteps'], 300)
     self.assertLessEqual(journaled * 10, result['EnvironmentSteps'] + 4 * 10)
+
+  def test_users_file_elsewhere_includes_a_shipped_file(self):
+    # A user's three lines in their own folder, run from there as the
+    # docs show; only what makes R2D2 this short is on the command line.
+    folder = tempfile.mkdtemp(prefix='tfa_explore_user_')
+    self.addCleanup(shutil.rmtree, folder, ignore_errors=True)
+    self.assertFalse(folder.startswith(REPO_ROOT))
+    with open(os.path.join(folder, 'mine.gin'), 'w') as f:
+      f.write("include 'gin/r2d2/bsuite_memory_len.gin'\n"
+              "BSUITE_ID = 'bsuite/memory_len/0'\n"
+              'NUM_EPISODES = 40\n')
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', 'train_eval.py'),
+         '--root_dir=runs/mine', '--gin_file=mine.gin',
+         '--gin_bindings=r2d2.Settings.min_size_to_sample = 4',
+         '--gin_bindings=r2d2.r2d2_agent_fn.jit_compile = False',
+         '--gin_bindings=r2d2.Settings.actor_update_period = 20'],
+        cwd=folder, capture_output=True, text=True, timeout=300, check=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    self.assertIn('Budget: 40 episodes (r2d2.Settings.num_episodes)',
+                  result.stderr)
+    # R2D2's progress line counts episodes too.
+    self.assertRegex(result.stderr,
+                     r'\d\d:\d\d:\d\d episodes \d+/40 \(\d+%\) \| env steps ')
+    frame = pd.read_csv(bsuite_env.csv_path(
+        os.path.join(folder, 'runs', 'mine'), 'memory_len/0'))
+    self.assertEqual(frame.episode.max(), 40)
 
   def test_unknown_id_exits_2_with_one_line(self):
     result = subprocess.run(

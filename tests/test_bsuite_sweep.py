@@ -7,14 +7,18 @@ them with bsuite's analysis, then runs the same command again, which must
 skip both.
 """
 
+import contextlib
 import csv
 import importlib.util
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 import pytest
@@ -251,6 +255,167 @@ class StopWhenSolvedTest(TestCase):
     self.assertLess(done['wall_seconds'], 30)
 
 
+def finish(run_dir):
+  """Marks a fake run finished, as the sweep does when a run exits 0."""
+  with open(os.path.join(run_dir, 'SWEEP_DONE.json'), 'w') as f:
+    json.dump({'exit_code': 0, 'total_wall_seconds': 1.0,
+               'total_cpu_seconds': 1.0, 'settings': {}}, f)
+
+
+class ScoreReportTest(TestCase):
+  """scores.md from fake runs' journals: budgets, ids, plots, paths."""
+
+  def setUp(self):
+    super().setUp()
+    self.root = self.make_dir()
+    self.work_dir = os.path.join(self.root, 'work')
+    # A gin file outside the checkout (it is never run here).
+    self.gin_file = os.path.join(self.root, 'mine', 'ours.gin')
+    self.agents = sweep.parse_agents([f'ours={self.gin_file}'], [],
+                                     check_files=False)
+    # deep_sea/0 and deep_sea_stochastic/0 finished, deep_sea/1 logged
+    # and stopped, deep_sea/2 asked and never run.
+    for bsuite_id, done in (('deep_sea/0', True), ('deep_sea/1', False),
+                            ('deep_sea_stochastic/0', True)):
+      run_dir = sweep.run_dir(self.work_dir, self.agents[0], bsuite_id)
+      write_journal(run_dir, [False] * 150 + [True] * 150,
+                    bsuite_id.replace('/', '-'))
+      if done:
+        finish(run_dir)
+    self.ids = ['deep_sea/0', 'deep_sea/1', 'deep_sea/2',
+                'deep_sea_stochastic/0']
+
+  def score(self, num_episodes):
+    out_dir = os.path.join(self.root, f'out{num_episodes}')
+    markdown = sweep.score(self.agents, self.ids, self.work_dir, out_dir,
+                           num_episodes, 'python benchmarks/bsuite_sweep.py')
+    with open(os.path.join(out_dir, 'scores.md')) as f:
+      self.assertEqual(f.read(), markdown)
+    return markdown, out_dir
+
+  def test_ids_budget_plots_and_paths(self):
+    markdown, out_dir = self.score(10_000)
+    # The ids each score is over: finished and logged, not asked.
+    self.assertIn("(deep_sea: 1 finished and 1 unfinished of bsuite's 21; "
+                  "deep_sea_stochastic: 1 finished of bsuite's 21)", markdown)
+    self.assertIn('| 2/4 (+1 unfinished) |', markdown)
+    # bsuite's own budget: no note of a trial.
+    self.assertNotIn('Budget:', markdown)
+    # deep_sea_stochastic's analysis takes its scaling and regret plots
+    # from deep_sea's module; they are drawn too.
+    for name in ('deep_sea_stochastic_scaling.png',
+                 'deep_sea_stochastic_regret.png',
+                 'deep_sea_stochastic_seeds.png', 'deep_sea_scaling.png'):
+      self.assertIn(name, markdown)
+      self.assertTrue(os.path.isfile(os.path.join(out_dir, name)), name)
+    self.assertNotIn('not drawn', markdown)
+    # The gin file outside the checkout, relative to here; no path starts
+    # at the machine's root.
+    self.assertIn(f'`{os.path.relpath(self.gin_file)}`', markdown)
+    self.assertNotRegex(markdown, r'[\s`=(]/\w')
+
+  def test_a_smaller_budget_is_noted(self):
+    markdown, _ = self.score(300)
+    self.assertIn("Budget: --num_episodes=300 episodes per id, below "
+                  "bsuite's for deep_sea (10,000), deep_sea_stochastic "
+                  "(10,000): a trial, not a bsuite result.", markdown)
+
+  def test_a_plot_that_fails_is_named_with_its_reason(self):
+    experiment_plots = sweep.experiment_plots
+
+    def with_a_broken_one(experiment):
+      module, plots = experiment_plots(experiment)
+
+      def broken(df, sweep_vars):
+        raise RuntimeError('no data for this\nsecond line')
+      return module, plots + [('broken', broken, False)]
+    with mock.patch.object(sweep, 'experiment_plots', with_a_broken_one):
+      markdown, _ = self.score(10_000)
+    self.assertIn('Plots not drawn: deep_sea_broken.png (RuntimeError: no '
+                  'data for this); deep_sea_stochastic_broken.png '
+                  '(RuntimeError: no data for this)', markdown)
+
+  def test_score_only_prints_its_own_lines(self):
+    out_dir = os.path.join(self.root, 'out')
+    result = run_sweep('--score_only', f'--agent=ours={self.gin_file}',
+                       f'--bsuite_ids={",".join(self.ids)}',
+                       f'--work_dir={self.work_dir}', f'--out_dir={out_dir}')
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    # No TensorFlow or gym start-up lines, on either stream.
+    self.assertEqual(result.stderr, '')
+    with open(os.path.join(out_dir, 'scores.md')) as f:
+      markdown = f.read()
+    self.assertEqual(result.stdout, f'\n{markdown}\nWritten to {out_dir}: '
+                     'scores.md, scores.csv and the plots.\n')
+
+
+class RecordedCommandTest(TestCase):
+
+  def test_paths_relative_to_where_it_ran(self):
+    command = sweep.recorded_command(
+        ['/home/me/tfa_explore/benchmarks/bsuite_sweep.py',
+         '--agent=mine=/home/me/exp/mine.gin', '--reference=dqn',
+         '--work_dir', '/home/me/exp/runs', '--out_dir=/home/me/exp/out',
+         "--gin_bindings=SEED=1", '--bsuite_ids=deep_sea/0-3'],
+        cwd='/home/me/exp')
+    self.assertEqual(
+        command, 'python ../tfa_explore/benchmarks/bsuite_sweep.py '
+        '--agent=mine=mine.gin --reference=dqn --work_dir runs '
+        '--out_dir=out --gin_bindings=SEED=1 --bsuite_ids=deep_sea/0-3')
+    self.assertEqual(
+        sweep.recorded_command(['benchmarks/bsuite_sweep.py',
+                                '--agent=a=gin/ppo/x.gin'], cwd=REPO_ROOT),
+        'python benchmarks/bsuite_sweep.py --agent=a=gin/ppo/x.gin')
+
+
+# A fake run that logs 3 episodes, then ends 2 s later.
+SLOW_RUN = """
+import json, os, sys, time
+path = os.path.join(sys.argv[1], 'bsuite', 'episodes', 'deep_sea-0.1.0.0.jsonl')
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path, 'w') as f:
+  for number in range(3):
+    f.write(json.dumps({'time': float(number), 'length': 10, 'return': 0.0,
+                        'info': {}}) + '\\n')
+time.sleep(2)
+"""
+
+
+class ProgressTest(TestCase):
+
+  def test_a_line_per_interval_between_start_and_done(self):
+    run_dir = self.make_dir()
+    ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
+    job = sweep.make_job(ours, 'deep_sea/0', '/w', 500, [])
+    job.run_dir = run_dir
+    job.command = [sys.executable, '-c', SLOW_RUN, run_dir]
+    interval = sweep.PROGRESS_SECONDS
+    sweep.PROGRESS_SECONDS = 0.5
+    self.addCleanup(setattr, sweep, 'PROGRESS_SECONDS', interval)
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output):
+      sweep.Runner([job], 1, num_episodes=500).run()
+    lines = output.getvalue().splitlines()
+    self.assertTrue(lines[0].startswith('start ours deep_sea/0'), lines)
+    self.assertRegex(lines[-1], r'^\[1/1\] done ours deep_sea/0')
+    progress = lines[1:-1]
+    self.assertGreaterEqual(len(progress), 2, lines)
+    for line in progress:
+      self.assertRegex(line, r'^progress ours deep_sea/0: episodes [0-3]/500 '
+                       r'\(\d%\) after 0:00:0\d$')
+    self.assertIn('episodes 3/500 (1%)', progress[-1])
+
+  def test_episodes_logged_of_a_reference_agent_is_its_last_row(self):
+    run_dir = self.make_dir()
+    random, = sweep.parse_agents([], ['random'], check_files=False)
+    job = sweep.make_job(random, 'deep_sea/0', '/w', None, [])
+    job.run_dir = run_dir
+    self.assertEqual(sweep.episodes_logged(job), 0)
+    with open(os.path.join(run_dir, 'bsuite_id_-_deep_sea-0.csv'), 'w') as f:
+      f.write('steps,episode,total_return\n10,1,0.0\n120,12,0.0\n')
+    self.assertEqual(sweep.episodes_logged(job), 12)
+
+
 class CommandLineTest(TestCase):
 
   def test_bad_id_exits_2_with_one_line_and_runs_nothing(self):
@@ -282,6 +447,15 @@ class SweepTest(TestCase):
     self.assertEqual(first.returncode, 0, first.stdout + first.stderr[-3000:])
     self.assertIn('start tiny_ppo deep_sea/0', first.stdout)
     self.assertIn('start random deep_sea/0', first.stdout)
+    # Only the sweep's own lines: the runs' output is in their logs, and
+    # scoring's TensorFlow import prints nothing.
+    self.assertEqual(first.stderr, '')
+    own_line = re.compile(
+        r'(\d+ bsuite ids x \d+ agents; runs in |start |progress |\[\d+/\d+\] '
+        r'done |Written to |\||Scores: |ids run: |`\*`|One seed |Command: |'
+        r'Commit: |Plots |plot |Budget: |$)')
+    self.assertEqual([line for line in first.stdout.splitlines()
+                      if not own_line.match(line)], [])
 
     for agent in ('tiny_ppo', 'random'):
       with open(os.path.join(work_dir, agent, 'deep_sea-0',
@@ -315,6 +489,9 @@ class SweepTest(TestCase):
         os.path.join(out_dir, 'bsuite_bar_plot_compare.png')))
     self.assertTrue(os.path.isfile(
         os.path.join(out_dir, 'deep_sea_scaling.png')))
+    # deep_sea's seeds plot needs more than 3 episodes: named, with why.
+    self.assertIn('Plots not drawn: deep_sea_seeds.png (ValueError: ',
+                  markdown)
 
     second = run_sweep(*flags)
     self.assertEqual(second.returncode, 0,

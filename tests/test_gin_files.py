@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -267,6 +268,37 @@ class GinFilesTest(parameterized.TestCase):
     self.assertEqual(differing, [('', 'r2d2.r2d2_agent_fn', 'lstm_size')])
     self.assertFalse(is_r2d3_binding(differing[0]))
     self.assertTrue(is_r2d3_binding(('', 'r2d3.DemonstrationReplay', 'path')))
+
+  def test_installed_files_are_includable_from_any_folder(self):
+    # The wheel's layout: <prefix>/share/tfa_explore/gin/<agent>/<file>.gin
+    # and no checkout; a user's file in their own folder includes one.
+    temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
+    self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
+    installed = os.path.join(temp_dir, 'share', 'tfa_explore')
+    os.makedirs(os.path.join(installed, 'gin', 'shipped'))
+    with open(os.path.join(installed, 'gin', 'shipped', 'base.gin'), 'w') as f:
+      f.write('SHIPPED = 3\n')
+    user = os.path.join(temp_dir, 'user')
+    os.makedirs(user)
+    with open(os.path.join(user, 'mine.gin'), 'w') as f:
+      f.write("include 'gin/shipped/base.gin'\nMINE = 4\n")
+    with mock.patch.object(runner, 'checkout_gin_root', lambda: None), \
+        mock.patch.object(runner, 'installed_gin_root', lambda: installed):
+      previous = os.getcwd()
+      os.chdir(user)
+      try:
+        self.assertEqual(runner.resolve_gin_file('gin/shipped/base.gin'),
+                         os.path.join(installed, 'gin', 'shipped',
+                                      'base.gin'))
+        runner.parse_gin(['mine.gin'], [])
+      finally:
+        os.chdir(previous)
+    self.assertEqual(gin.query_parameter('%SHIPPED'), 3)
+    self.assertEqual(gin.query_parameter('%MINE'), 4)
+
+  def test_checkout_is_a_shipped_root(self):
+    self.assertEqual(runner.checkout_gin_root(), REPO_ROOT)
+    self.assertEqual(runner.shipped_gin_roots()[0], REPO_ROOT)
 
   @parameterized.named_parameters(
       (_relative(path).replace('/', '_').replace('.', '_'), path)

@@ -514,11 +514,102 @@ class ProgressLogTest(absltest.TestCase):
                      'env steps 1,024/1,000 (102%) | 124 env steps/s | '
                      'ETA 0:00:00')
 
+  def test_episode_budget_counts_episodes_and_its_eta(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=10_000_000, interval=1000,
+                                   clock=clock, num_episodes=1000)
+    clock.now += 60.0
+    progress.iteration_done(1000, episodes=20)
+    self.assertEqual(
+        self.log_line(progress, 1000, {}, episodes=20),
+        'episodes 20/1,000 (2%) | env steps 1,000 | '
+        'rate and ETA from the next line')
+    clock.now += 10.0
+    # 100 episodes in 10 s: 880 left at 10/s = 88 s (the env-step cap at
+    # 500/s would be 5.5 hours away).
+    self.assertEqual(
+        self.log_line(progress, 6000, {}, episodes=120),
+        'episodes 120/1,000 (12%) | env steps 6,000 | 500 env steps/s | '
+        '10.0 episodes/s | ETA 0:01:28')
+    self.assertFalse(progress.due(6000, 6500, episodes=999))
+    self.assertTrue(progress.due(6000, 6500, episodes=1000))
+
+  def test_episode_budget_eta_is_the_earlier_end(self):
+    clock = FakeClock()
+    progress = run_kit.ProgressLog(num_env_steps=10_000, interval=1000,
+                                   clock=clock, num_episodes=1000)
+    progress.iteration_done(0, episodes=0)
+    clock.now += 10.0
+    # The env-step cap first: 8,000 steps at 200/s = 40 s, 990 episodes at
+    # 1/s = 990 s.
+    self.assertEqual(
+        self.log_line(progress, 2000, {}, episodes=10),
+        'episodes 10/1,000 (1%) | env steps 2,000 | 200 env steps/s | '
+        '1.0 episodes/s | ETA 0:00:40')
+    clock.now += 10.0
+    # No episode ended in the interval: the cap's ETA only.
+    self.assertEqual(
+        self.log_line(progress, 4000, {}, episodes=10),
+        'episodes 10/1,000 (1%) | env steps 4,000 | 200 env steps/s | '
+        '0.0 episodes/s | ETA 0:00:30')
+
   def test_crossed_and_duration(self):
     self.assertTrue(run_kit.crossed(99, 100, 100))
     self.assertFalse(run_kit.crossed(100, 199, 100))
     self.assertFalse(run_kit.crossed(0, 500, 0))
     self.assertEqual(run_kit.format_duration(3725), '1:02:05')
+
+
+class _BudgetEnv:
+  """What `run_kit.episode_budget` reads of an env."""
+
+  env_id = 'fake/0'
+
+  def __init__(self, episode_budget):
+    self.episode_budget = episode_budget
+    self.closed = False
+
+  def close(self):
+    self.closed = True
+
+
+class EpisodeBudgetTest(absltest.TestCase):
+
+  def budget(self, num_episodes, own):
+    built = []
+
+    def env_loader(seed):
+      self.assertEqual(seed, 7)
+      built.append(_BudgetEnv(own))
+      return built[-1]
+    with self.assertLogs('absl', level='INFO') as logs:
+      budget = run_kit.episode_budget(num_episodes, env_loader, 7, 10_000,
+                                      'loop.num_episodes')
+    self.assertTrue(built[0].closed)
+    return budget, [record.getMessage() for record in logs.records]
+
+  def test_the_envs_own_unless_bound(self):
+    self.assertEqual(self.budget(None, 1000), (1000, [
+        "Budget: 1,000 episodes, fake/0's own (bind loop.num_episodes to "
+        'change it); at most 10,000 env steps.']))
+    self.assertEqual(self.budget(50, 1000), (50, [
+        'Budget: 50 episodes (loop.num_episodes); at most 10,000 env steps.']))
+    self.assertEqual(self.budget(50, None)[0], 50)
+
+  def test_above_the_envs_own_warns(self):
+    budget, lines = self.budget(2000, 1000)
+    self.assertEqual(budget, 2000)
+    self.assertEqual(lines[1], "loop.num_episodes = 2,000 is above fake/0's "
+                     'own budget of 1,000 episodes: its log stops there.')
+
+  def test_no_budget_without_either(self):
+    env = _BudgetEnv(None)
+    with self.assertNoLogs('absl', level='INFO'):
+      self.assertIsNone(run_kit.episode_budget(
+          None, lambda seed: env, 0, 100, 'loop.num_episodes'))
+    # Envs of other loaders have no budget of their own.
+    from tfa_explore.testing import fake_envs  # pylint: disable=g-import-not-at-top
+    self.assertIsNone(fake_envs.load_counting(seed=0).episode_budget)
 
 
 if __name__ == '__main__':

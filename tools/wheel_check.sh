@@ -2,8 +2,9 @@
 # The package as `pip install` gives it: a wheel of this tree, installed with
 # its pinned dependencies into a fresh venv, then run from outside the
 # checkout. Checks: the wheel holds every shipped gin file and binary,
-# `pip check` is clean, and one shipped file of each loop (PPO, R2D2 with
-# its Reverb replay) trains a few hundred env steps and saves a checkpoint.
+# `pip check` is clean, and one shipped file of each loop (PPO, included by
+# a user's file there; R2D2 with its Reverb replay) trains a few hundred env
+# steps and saves a checkpoint.
 # Usage: bash tools/wheel_check.sh   (or `make wheel-check`; CI runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,8 +56,10 @@ run() {
     echo "wheel check: $name saved no checkpoint"; exit 1; }
   echo "wheel check: $name trained and saved a checkpoint"
 }
-run ppo_cartpole --gin_file=gin/ppo/cartpole.gin \
-  --gin_bindings='NUM_ENV_STEPS = 512' \
+# A user's own file here includes a shipped one (found in the wheel's
+# share/tfa_explore, as --gin_file finds the shipped files).
+printf "include 'gin/ppo/cartpole.gin'\nNUM_ENV_STEPS = 512\n" > mine.gin
+run ppo_cartpole --gin_file=mine.gin \
   --gin_bindings='on_policy.train_eval.num_eval_episodes = 2'
 run r2d2_stateless_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin \
   --gin_bindings='NUM_ENV_STEPS = 600' \

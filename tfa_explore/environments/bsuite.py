@@ -95,18 +95,45 @@ def canonical_id(bsuite_id: str) -> str:
       f'<setting>.{hint}')
 
 
+def _deep_sea_stochastic(size: int, mapping_seed: int = 0,
+                         seed: Optional[int] = None):
+  """bsuite's `deep_sea_stochastic.load` with a seed for its noise.
+
+  bsuite's loader takes no seed, so its wind and reward noise would come
+  from an unseeded RandomState; this builds the same env (same class,
+  settings and budget) with `seed` for that noise.
+  """
+  from bsuite.environments import deep_sea  # pylint: disable=g-import-not-at-top
+  from bsuite.experiments.deep_sea_stochastic import sweep  # pylint: disable=g-import-not-at-top
+  env = deep_sea.DeepSea(size=size, deterministic=False,
+                         mapping_seed=mapping_seed, seed=seed)
+  env.bsuite_num_episodes = sweep.NUM_EPISODES
+  return env
+
+
+# Experiments whose bsuite loader takes no seed although the env draws
+# random numbers after it is built: built here with ours instead.
+# (tests/test_bsuite_env.py loads every experiment twice with one seed, so
+# a new one of these in bsuite fails there.)
+_SEEDED_LOADERS = {'deep_sea_stochastic': _deep_sea_stochastic}
+
+
 def raw_env(bsuite_id: str, seed: Optional[int] = None):
-  """bsuite's own env (a dm_env) for `bsuite_id`, seeded if it takes one.
+  """bsuite's own env (a dm_env) for `bsuite_id`, seeded from `seed`.
 
   The experiment's settings are bsuite's (`sweep.SETTINGS`), so every copy
-  is the same task (deep_sea's action mapping is its `mapping_seed`); an
-  env whose loader takes `seed` (memory_len's contexts) gets ours.
+  is the same task (deep_sea's action mapping is its `mapping_seed`). Its
+  randomness after that (memory_len's contexts, cartpole's starts, reward
+  noise, deep_sea_stochastic's wind) follows `seed`: bsuite's settings
+  leave the seed out or set it to None (a fresh random stream per env).
   """
   bsuite, sweep = _import_bsuite()
   name = canonical_id(bsuite_id)
   kwargs = dict(sweep.SETTINGS[name])
-  make = bsuite.EXPERIMENT_NAME_TO_ENVIRONMENT[name.partition('/')[0]]
-  if (seed is not None and 'seed' not in kwargs and
+  experiment = name.partition('/')[0]
+  make = _SEEDED_LOADERS.get(experiment,
+                             bsuite.EXPERIMENT_NAME_TO_ENVIRONMENT[experiment])
+  if (seed is not None and kwargs.get('seed') is None and
       'seed' in inspect.signature(make).parameters):
     kwargs['seed'] = seed
   return make(**kwargs)
@@ -224,14 +251,15 @@ def load(bsuite_id: str = gin.REQUIRED,
   Args:
     bsuite_id: 'bsuite/<experiment>/<setting>' (or without the prefix),
       e.g. 'bsuite/deep_sea/3' or 'bsuite/memory_len/10'.
-    seed: Seeds the env where bsuite's loader takes a seed.
+    seed: Seeds the env's randomness after its settings (`raw_env`).
     discount: Discount returned on non-terminal steps (1.0: agents apply
       their own gamma).
     record: Journal this env's episodes for bsuite's CSV log (training
       envs of a run only; see the module docstring).
 
   Returns:
-    A `GymnasiumWrapper` whose `env_id` is 'bsuite/<experiment>/<setting>'.
+    A `GymnasiumWrapper` whose `env_id` is 'bsuite/<experiment>/<setting>'
+    and whose `episode_budget` is bsuite's for that id.
 
   Raises:
     UnknownBsuiteIdError: an id bsuite does not know.
@@ -245,8 +273,11 @@ def load(bsuite_id: str = gin.REQUIRED,
         root_dir, LOG_DIR, JOURNAL_DIR,
         f'{_safe(name)}.{os.getpid()}.{seed}.{next(_JOURNALS)}.jsonl'))
   env = BsuiteGymEnv(raw_env(name, seed), journal)
+  # The episode budget tells the loops where bsuite's log ends, so a run
+  # without its own `num_episodes` stops there.
   return suite_gymnasium.GymnasiumWrapper(
-      env, seed=seed, discount=discount, env_id=ID_PREFIX + name)
+      env, seed=seed, discount=discount, env_id=ID_PREFIX + name,
+      episode_budget=int(env.bsuite_env.bsuite_num_episodes))
 
 
 def _safe(name: str) -> str:

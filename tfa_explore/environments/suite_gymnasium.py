@@ -132,10 +132,12 @@ class GymnasiumWrapper(py_environment.PyEnvironment):
   """Wraps a `gymnasium.Env` as a TF-Agents `PyEnvironment`."""
 
   def __init__(self, env: gym.Env, seed: Optional[int] = None,
-               discount: float = 1.0, env_id: Optional[str] = None):
+               discount: float = 1.0, env_id: Optional[str] = None,
+               episode_budget: Optional[int] = None):
     super().__init__(handle_auto_reset=True)
     self._env = env
     self._env_id = env_id or getattr(env.spec, 'id', type(env).__name__)
+    self._episode_budget = episode_budget
     self._seed = seed
     self._first_reset = True
     self._discount = np.float32(discount)
@@ -152,6 +154,15 @@ class GymnasiumWrapper(py_environment.PyEnvironment):
   @property
   def env_id(self) -> str:
     return self._env_id
+
+  @property
+  def episode_budget(self) -> Optional[int]:
+    """Episodes the env's task is scored over (bsuite's), or None.
+
+    The loops end a run there unless it binds its own `num_episodes`
+    (`run_kit.episode_budget`); None leaves the length to the run.
+    """
+    return self._episode_budget
 
   @property
   def last_info(self) -> Dict[str, Any]:

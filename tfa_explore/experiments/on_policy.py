@@ -98,8 +98,9 @@ def train_eval(
     tf_threads: If set, TensorFlow's intra- and inter-op thread pools get
       this many threads (`run_kit.set_tf_threads`); 1 is fastest for the
       small networks of our CartPole, MountainCar and MiniGrid files.
-    num_episodes: If set, also stop after the iteration in which this many
-      episodes (all envs) ended: bsuite's budget, e.g. 10,000 for deep_sea.
+    num_episodes: Also stop after the iteration in which this many
+      episodes (all envs) ended. None: the env's own budget if it has one
+      (bsuite's for its id, `run_kit.episode_budget`), else none.
 
   Returns:
     The final evaluation: {'AverageReturn', 'AverageEpisodeLength',
@@ -123,6 +124,9 @@ def train_eval(
   tf.random.set_seed(seed)
   np.random.seed(seed % 2**32)
   run = run_kit.RunDirectory(root_dir)
+  num_episodes = run_kit.episode_budget(
+      num_episodes, env_loader, seed, num_env_steps,
+      'on_policy.train_eval.num_episodes')
   collect_py_env = batched.make_batched_env(env_loader, num_envs, seed,
                                             parallel=parallel_envs)
   time_step_spec = tensor_spec.from_spec(collect_py_env.time_step_spec())
@@ -165,7 +169,8 @@ def train_eval(
                                rollout_length, metrics.as_list())
   train = common.function(agent.train, autograph=False)
 
-  progress = run_kit.ProgressLog(num_env_steps, log_interval)
+  progress = run_kit.ProgressLog(num_env_steps, log_interval,
+                                 num_episodes=num_episodes)
   last_eval = None
   with stop_signals.StopSignals() as stop:
     while (int(env_steps) < num_env_steps and not stop.requested and (
@@ -196,12 +201,13 @@ def train_eval(
           summaries.scalars(summaries.EXPLORATION, exploration_values,
                             step=current_steps)
 
-      progress.iteration_done(current_steps)
-      if progress.due(previous_steps, current_steps):
+      episodes = int(metrics.episodes.result())
+      progress.iteration_done(current_steps, episodes=episodes)
+      if progress.due(previous_steps, current_steps, episodes):
         progress.log(current_steps, {
             'recent return': (f'{float(metrics.average_return.result()):.2f} '
-                              f'({int(metrics.episodes.result())} episodes)'),
-            'loss': f'{float(loss_info.loss):.4f}'})
+                              f'({episodes} episodes)'),
+            'loss': f'{float(loss_info.loss):.4f}'}, episodes=episodes)
         run.train_writer.flush()
       if run_kit.crossed(previous_steps, current_steps, eval_interval):
         last_eval = evaluator(current_steps)

@@ -10,7 +10,8 @@ and a progress line look the same whatever the agent:
   resume from the newest one that loads, and the policy export that goes
   with every checkpoint;
 * `ProgressLog`: the progress line (rate and ETA of the last interval,
-  never of start-up);
+  never of start-up; episodes against the budget when a run has one);
+* `episode_budget`: a run's episode budget, its own or its env's (bsuite's);
 * `crossed` and `finish`: the interval test of every loop, and the final
   evaluation (`evaluation.Evaluator`) and checkpoint of a run (stored in
   the checkpoint, so a rerun of a finished run returns it rather than
@@ -348,9 +349,17 @@ class ProgressLog:
 
     env steps 40,960/100,000 (41%) | 1,210 env steps/s | <fields> | ETA 0:00:48
 
+  or, for a run with an episode budget (`num_episodes`; bsuite's),
+
+    episodes 120/1,000 (12%) | env steps 60,000 | 1,210 env steps/s |
+    2.4 episodes/s | <fields> | ETA 0:06:07
+
+  where the env-step budget is only a cap: the run ends at whichever of
+  the two comes first, and so does the ETA.
+
   Rates are those of the last interval, from the previous line to this
-  one, and the ETA is the remaining env steps at that rate. Start-up is not
-  a rate: the clock starts when the loop's first iteration ends
+  one, and the ETA is what remains at those rates. Start-up is not a rate:
+  the clock starts when the loop's first iteration ends
   (`iteration_done`), because that iteration builds and traces the loop's
   functions (tens of seconds; after a resume too). A line with no env step
   taken since the clock started (the first iteration's own) shows no rate
@@ -358,23 +367,29 @@ class ProgressLog:
   """
 
   def __init__(self, num_env_steps: int, interval: int,
-               clock: Callable[[], float] = time.monotonic):
+               clock: Callable[[], float] = time.monotonic,
+               num_episodes: Optional[int] = None):
     """Creates the log; the clock starts at the first `iteration_done`.
 
     Args:
-      num_env_steps: the run's budget (100% and the ETA).
+      num_env_steps: the run's env-step budget (100% and the ETA without
+        an episode budget; a cap with one).
       interval: a line every `interval` env steps (`due`).
       clock: seconds, monotonic (tests pass a fake one).
+      num_episodes: the run's episode budget, if it has one: the line then
+        counts episodes against it.
     """
     self._num_env_steps = num_env_steps
+    self._num_episodes = num_episodes
     self._interval = interval
     self._clock = clock
-    # (time, env steps, {counter: value}) at the previous line, or at the
-    # end of the first iteration; None before it.
+    # (time, env steps, episodes, {counter: value}) at the previous line,
+    # or at the end of the first iteration; None before it.
     self._mark = None
 
   def iteration_done(self, env_steps: int,
-                     counters: Optional[Mapping[str, int]] = None) -> None:
+                     counters: Optional[Mapping[str, int]] = None,
+                     episodes: int = 0) -> None:
     """Called after every iteration; the first call starts the clock.
 
     The first call also logs that the loop runs (a run's first progress
@@ -383,19 +398,24 @@ class ProgressLog:
     Args:
       env_steps: env steps so far.
       counters: other counts shown as rates, as in `log`.
+      episodes: episodes ended so far (all envs).
     """
     if self._mark is None:
-      self._mark = (self._clock(), env_steps, dict(counters or {}))
+      self._mark = (self._clock(), env_steps, episodes, dict(counters or {}))
       logging.info('First iteration done at env step %s; a progress line '
                    'every %s env steps.', f'{env_steps:,}',
                    f'{self._interval:,}')
 
-  def due(self, previous_steps: int, current_steps: int) -> bool:
+  def due(self, previous_steps: int, current_steps: int,
+          episodes: int = 0) -> bool:
     return (crossed(previous_steps, current_steps, self._interval) or
-            current_steps >= self._num_env_steps)
+            current_steps >= self._num_env_steps or
+            (self._num_episodes is not None and
+             episodes >= self._num_episodes))
 
   def log(self, env_steps: int, fields: Mapping[str, str],
-          counters: Optional[Mapping[str, int]] = None) -> str:
+          counters: Optional[Mapping[str, int]] = None,
+          episodes: int = 0) -> str:
     """Logs the line and returns it.
 
     Args:
@@ -403,31 +423,90 @@ class ProgressLog:
       fields: {label: formatted value}, shown after the rates.
       counters: {name: count so far}, e.g. {'learner steps': 430}, shown
         as '<rate> <name>/s' over the same interval as env steps/s.
+      episodes: episodes ended so far (all envs); read only with an
+        episode budget.
     """
     now = self._clock()
     counters = dict(counters or {})
-    total = self._num_env_steps
-    parts = [f'env steps {env_steps:,}/{total:,} '
-             f'({100.0 * env_steps / total:.0f}%)']
-    rate = None
+    steps_total, episodes_total = self._num_env_steps, self._num_episodes
+    if episodes_total is None:
+      parts = [f'env steps {env_steps:,}/{steps_total:,} '
+               f'({100.0 * env_steps / steps_total:.0f}%)']
+    else:
+      parts = [f'episodes {episodes:,}/{episodes_total:,} '
+               f'({100.0 * episodes / episodes_total:.0f}%)',
+               f'env steps {env_steps:,}']
+    # Seconds to the end at each budget's rate (none before a rate).
+    etas = []
     if self._mark is not None and env_steps > self._mark[1]:
-      mark_time, mark_steps, mark_counters = self._mark
+      mark_time, mark_steps, mark_episodes, mark_counters = self._mark
       seconds = max(now - mark_time, 1e-9)
-      rate = (env_steps - mark_steps) / seconds
-      parts.append(f'{rate:,.0f} env steps/s')
+      step_rate = (env_steps - mark_steps) / seconds
+      parts.append(f'{step_rate:,.0f} env steps/s')
+      etas.append(max(steps_total - env_steps, 0) / step_rate)
+      if episodes_total is not None:
+        episode_rate = (episodes - mark_episodes) / seconds
+        parts.append(f'{episode_rate:,.1f} episodes/s')
+        if episode_rate > 0 or episodes >= episodes_total:
+          etas.append(max(episodes_total - episodes, 0) /
+                      max(episode_rate, 1e-9))
       parts += [
           f'{(value - mark_counters[name]) / seconds:,.1f} {name}/s'
           for name, value in counters.items() if name in mark_counters]
     parts += [f'{label} {value}' for label, value in fields.items()]
-    remaining = max(total - env_steps, 0)
-    if rate is not None and (rate > 0 or not remaining):
-      parts.append(f'ETA {format_duration(remaining / max(rate, 1e-9))}')
-    elif remaining:
+    if etas:
+      parts.append(f'ETA {format_duration(min(etas))}')
+    elif env_steps < steps_total and (episodes_total is None or
+                                      episodes < episodes_total):
       parts.append('rate and ETA from the next line')
     line = ' | '.join(parts)
     logging.info('%s', line)
-    self._mark = (now, env_steps, counters)
+    self._mark = (now, env_steps, episodes, counters)
     return line
+
+
+def episode_budget(num_episodes: Optional[int],
+                   env_loader: Callable[..., Any], seed: int,
+                   num_env_steps: int, setting: str) -> Optional[int]:
+  """The run's episode budget: `num_episodes` if bound, else the env's own.
+
+  An env whose task is scored over a number of episodes says so in its
+  `episode_budget` attribute (bsuite's loader: bsuite's budget for the id,
+  `suite_gymnasium.GymnasiumWrapper.episode_budget`); one env is built to
+  read it, and closed unstepped. Logs the run's budget in one line, and a
+  warning when the bound `num_episodes` is above the env's own (its log
+  stops there).
+
+  Args:
+    num_episodes: the run's `num_episodes` binding (None: unbound).
+    env_loader: the run's `env_loader(seed=...)`.
+    seed: the run's seed.
+    num_env_steps: the run's env-step budget (a cap with an episode budget).
+    setting: the gin name of `num_episodes`, for the lines.
+
+  Returns:
+    The episode budget, or None (the run ends at `num_env_steps`).
+  """
+  env = env_loader(seed=seed)
+  try:
+    own = getattr(env, 'episode_budget', None)
+    env_id = getattr(env, 'env_id', 'the env')
+  finally:
+    env.close()
+  if num_episodes is None and own is None:
+    return None
+  if num_episodes is None:
+    logging.info('Budget: %s episodes, %s\'s own (bind %s to change it); '
+                 'at most %s env steps.', f'{own:,}', env_id, setting,
+                 f'{num_env_steps:,}')
+    return own
+  logging.info('Budget: %s episodes (%s); at most %s env steps.',
+               f'{num_episodes:,}', setting, f'{num_env_steps:,}')
+  if own is not None and num_episodes > own:
+    logging.warning('%s = %s is above %s\'s own budget of %s episodes: '
+                    'its log stops there.', setting, f'{num_episodes:,}',
+                    env_id, f'{own:,}')
+  return num_episodes
 
 
 def finish(evaluator: evaluation.Evaluator,

@@ -64,17 +64,41 @@ def _add_include_search_paths(gin_files: Sequence[str]) -> None:
 
   A twin is its base file plus its own lines (`include`); includes name
   the file as from the checkout's root, the folder above `gin/` (each file
-  is `gin/<agent>/<env>.gin`), so they also read as paths from there.
+  is `gin/<agent>/<env>.gin`), so they also read as paths from there. Gin
+  looks in the current directory first, then in the folders added here in
+  order: the one above each file's `gin/` (a user's own tree of twins),
+  then the shipped gin files' (`shipped_gin_roots`), so a user's file in
+  any folder can include a shipped one.
   """
-  for path in gin_files:
-    gin_root = os.path.dirname(
-        os.path.dirname(os.path.dirname(os.path.abspath(path))))
+  roots = [os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(path)))) for path in gin_files]
+  for gin_root in roots + shipped_gin_roots():
     if gin_root not in _SEARCH_PATHS:
       gin.add_config_file_search_path(gin_root)
       _SEARCH_PATHS.add(gin_root)
 
 
 _SEARCH_PATHS = set()
+
+
+def checkout_gin_root() -> Optional[str]:
+  """The checkout this package is imported from, if it holds `gin/`.
+
+  None for an installed package (its gin files are under
+  `installed_gin_root()`).
+  """
+  root = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  return root if os.path.isdir(os.path.join(root, 'gin')) else None
+
+
+def shipped_gin_roots() -> Sequence[str]:
+  """Folders holding the shipped `gin/`: the checkout's, the installed one.
+
+  The checkout first: in a checkout its files are the ones being edited.
+  """
+  return [root for root in (checkout_gin_root(), installed_gin_root())
+          if root is not None]
 
 
 def installed_gin_root() -> Optional[str]:
@@ -99,17 +123,18 @@ def installed_gin_root() -> Optional[str]:
 
 
 def resolve_gin_file(path: str) -> str:
-  """`path`, or the installed copy of a shipped file ('gin/ppo/x.gin').
+  """`path`, or the shipped file it names ('gin/ppo/x.gin').
 
   A relative path that does not exist from here is looked up under the
-  installed package's gin folder, so the shipped files work from any
-  directory once tfa_explore is installed.
+  shipped gin folders (`shipped_gin_roots`: the checkout's, the installed
+  package's), so the shipped files work from any directory, as they do in
+  an `include`.
   """
   if os.path.exists(path) or os.path.isabs(path):
     return path
-  root = installed_gin_root()
-  if root is not None and os.path.exists(os.path.join(root, path)):
-    return os.path.join(root, path)
+  for root in shipped_gin_roots():
+    if os.path.exists(os.path.join(root, path)):
+      return os.path.join(root, path)
   return path
 
 

@@ -123,6 +123,10 @@ class Learner:
     builder.check_setup()
     self._replay = settings.replay
     self.run_dir = run_kit.RunDirectory(root_dir)
+    # The run ends at `num_env_steps` or at this many episodes, if any.
+    self._num_episodes = run_kit.episode_budget(
+        settings.num_episodes, settings.env_loader, settings.seed,
+        settings.num_env_steps, 'r2d2.Settings.num_episodes')
 
     self.train_step = common.create_variable('train_step', 0,
                                              dtype=tf.int64)
@@ -272,7 +276,7 @@ class Learner:
     self.run_dir.flush()
     self._release_actors()
     # After the actors stopped: their last episodes are in the journals.
-    run_kit.write_env_logs(self.run_dir.root_dir, self._settings.num_episodes)
+    run_kit.write_env_logs(self.run_dir.root_dir, self._num_episodes)
     logging.info('Learner finished at env step %s, train step %s.',
                  f'{int(self.env_steps):,}', f'{int(self.train_step):,}')
     return final
@@ -288,7 +292,7 @@ class Learner:
     if not self._checkpointer.saved_at(env_steps):
       self.checkpoint()
     self.run_dir.flush()
-    run_kit.write_env_logs(self.run_dir.root_dir, self._settings.num_episodes)
+    run_kit.write_env_logs(self.run_dir.root_dir, self._num_episodes)
     self.run_dir.release()
     raise stop_signals.RunStopped(signum, env_steps)
 
@@ -301,7 +305,8 @@ class Learner:
     self.pretrain()
     self.publish()
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
-                                       settings.log_interval)
+                                       settings.log_interval,
+                                       num_episodes=self._num_episodes)
     self.read_progress()
     with stop_signals.StopSignals() as stop:
       while not self._budget_spent() and not stop.requested:
@@ -337,22 +342,24 @@ class Learner:
     self.train_iteration()
     self.read_progress()
     now_steps, now_train_steps = int(self.env_steps), int(self.train_step)
+    episodes = int(self._progress.num_episodes)
     progress_log.iteration_done(now_steps,
-                                {'learner steps': now_train_steps})
+                                {'learner steps': now_train_steps},
+                                episodes=episodes)
     if run_kit.crossed(train_steps, now_train_steps,
                        settings.variable_push_period):
       self.publish()
     if run_kit.crossed(train_steps, now_train_steps,
                        settings.summary_interval):
       self.write_summaries()
-    if run_kit.crossed(steps, now_steps, settings.log_interval):
+    if progress_log.due(steps, now_steps, episodes):
       progress_log.log(now_steps, {
           'train step': f'{now_train_steps:,}',
           'recent return': '%.2f' % self._progress.recent_return(),
           'loss': '%.4f' % (float(self._loss_info.loss)
                             if self._loss_info is not None
                             else float('nan')),
-      }, counters={'learner steps': now_train_steps})
+      }, counters={'learner steps': now_train_steps}, episodes=episodes)
       self.run_dir.train_writer.flush()
     if run_kit.crossed(steps, now_steps, settings.eval_interval):
       self.evaluate()
@@ -362,11 +369,10 @@ class Learner:
   # --- helpers --------------------------------------------------------------
 
   def _budget_spent(self) -> bool:
-    """`num_env_steps` taken, or `num_episodes` ended (if set)."""
-    settings = self._settings
-    return (int(self.env_steps) >= settings.num_env_steps or
-            (settings.num_episodes is not None and
-             int(self._progress.num_episodes) >= settings.num_episodes))
+    """`num_env_steps` taken, or the episode budget ended (if any)."""
+    return (int(self.env_steps) >= self._settings.num_env_steps or
+            (self._num_episodes is not None and
+             int(self._progress.num_episodes) >= self._num_episodes))
 
   def _train_next(self, iterator):
     experience, sample_info = next(iterator)

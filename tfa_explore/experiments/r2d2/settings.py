@@ -30,8 +30,9 @@ class Settings:
       -> initialized `R2D2Agent`, e.g. `@r2d2.r2d2_agent_fn`.
     num_env_steps: the run ends once the actors together took this many env
       steps (auto-reset steps excluded).
-    num_episodes: if set, the run also ends once the actors together ended
-      this many episodes (bsuite's budget, e.g. 10,000 for deep_sea).
+    num_episodes: the run also ends once the actors together ended this
+      many episodes. None: the env's own budget if it has one (bsuite's for
+      its id, `run_kit.episode_budget`), else none.
     seed: seeds TF ops and environments.
     num_actors: actor threads or processes.
     batch_size: sequences per learner step (paper: 64).
