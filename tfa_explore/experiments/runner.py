@@ -10,9 +10,11 @@ with `experiment_setting`.
 """
 
 from importlib import metadata as importlib_metadata
+import inspect
 import os
 import sys
 import traceback
+import typing
 from typing import Callable, Optional, Sequence
 
 from absl import flags
@@ -154,6 +156,93 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
     raise ConfigError(
         f'Invalid gin configuration (files {gin_files}, bindings '
         f'{gin_bindings}): {e}') from e
+  check_bound_values()
+
+
+def check_bound_values() -> None:
+  """Checks every value the parsed gin config binds against the type of
+  its parameter (`errors.check_annotated`): int, float, bool, str,
+  Optional; floats finite.
+
+  One pass over every binding, for every binary, right after parsing:
+  a string for a number or an infinite learning rate is refused by name
+  before anything is built, whatever configurable takes it. Ranges and
+  combinations are the configurables' own checks, made before the run
+  starts (`check_before_start`).
+
+  Raises:
+    ConfigError: naming the binding (with its scope), the value and what
+      it must be.
+  """
+  # pylint: disable=protected-access
+  for (scope, selector), parameters in gin.config._CONFIG.items():
+    if selector == 'gin.macro':
+      continue  # Checked where a binding uses it.
+    configurable = gin.config._REGISTRY.get_match(selector)
+    # pylint: enable=protected-access
+    annotations = _parameter_annotations(configurable)
+    for parameter, value in parameters.items():
+      value = _macro_value(value)
+      name = _binding_name(scope, configurable, selector)
+      try:
+        errors.check_annotated(f'{name}.{parameter}', value,
+                               annotations.get(parameter))
+      except ValueError as e:
+        raise ConfigError(str(e)) from e
+
+
+def _parameter_annotations(configurable):
+  """{parameter: the type its value must have} of a registered configurable.
+
+  Its annotation; for an unannotated parameter with a numeric default,
+  a number (so a string such as 'nan' is refused there too).
+  """
+  if configurable is None:
+    return {}
+  target = configurable.wrapped
+  if inspect.isclass(target):
+    target = target.__init__
+  try:
+    hints = typing.get_type_hints(target)
+  except Exception:  # pylint: disable=broad-except
+    hints = {}  # Names only a type checker imports: defaults alone.
+  try:
+    parameters = inspect.signature(target).parameters
+  except (TypeError, ValueError):
+    return hints
+  for name, parameter in parameters.items():
+    default = parameter.default
+    if (name not in hints and not isinstance(default, bool) and
+        isinstance(default, (int, float))):
+      hints[name] = float
+  return hints
+
+
+def _binding_name(scope: str, configurable, selector: str) -> str:
+  """The configurable as a gin file names it: 'r2d2/SequenceConfig'.
+
+  Gin keys bindings by the full selector; one registered without a
+  `module=` has its Python module there, which gin files leave out.
+  """
+  if configurable is not None:
+    module = configurable.module or ''
+    selector = (configurable.name if '.' in module or not module
+                else f'{module}.{configurable.name}')
+  return f'{scope}/{selector}' if scope else selector
+
+
+def _macro_value(value):
+  """The value of a gin macro (`%NAME`), else `value` itself."""
+  reference = getattr(value, 'configurable', None)
+  if (isinstance(value, gin.config.ConfigurableReference) and
+      reference.selector == 'gin.macro'):
+    # 'X/gin.macro' for `%X` (a scoped `%s/X` keeps its scope in front).
+    macro = value.scoped_selector.rpartition('/')[0]
+    try:
+      return gin.query_parameter(f'%{macro}')
+    except ValueError:
+      return value
+  return value
 
 
 def experiment_setting(name: str):
@@ -175,11 +264,21 @@ def run(root_dir: str, gin_files: Sequence[str],
         gin_bindings: Sequence[str]) -> Optional[object]:
   """Parses gin and runs the experiment; raises ConfigError on bad config.
 
-  root_dir is locked for the whole run (`run_lock`) before anything is
+  Every value is checked first (`check_before_start`), so a run refused
+  as the user's error prints no other line and leaves root_dir as it
+  found it. root_dir is then locked for the whole run (`run_lock`) before anything is
   built, so a second run on it (or an unwritable root_dir) is refused at
   once, before an R2D2 run starts its replay server and actors.
   """
   parse_gin(gin_files, gin_bindings)
+  try:
+    check_before_start()
+  except RuntimeError as e:
+    if errors.is_missing_binding(e):
+      raise ConfigError(
+          f'Missing gin binding (files {list(gin_files)}, bindings '
+          f'{list(gin_bindings)}):\n{e}') from e
+    raise
   with run_lock.RunLock(root_dir):
     # The first line of a run: start-up (building, tracing) takes a while.
     logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir '
@@ -192,6 +291,25 @@ def run(root_dir: str, gin_files: Sequence[str],
             f'Missing gin binding (files {list(gin_files)}, bindings '
             f'{list(gin_bindings)}):\n{e}') from e
       raise
+
+
+def check_before_start() -> None:
+  """The bound experiment's own checks of every value, if it has them.
+
+  An experiment function declares them as its attribute
+  `check_before_start` (a function of no arguments that reads the gin
+  config and raises ConfigError), so the runner calls them before it
+  takes root_dir's lock and logs the run's first line.
+  """
+  try:
+    reference = gin.query_parameter('run_experiment.experiment')
+  except ValueError:
+    return  # Unbound: `run_experiment` names the missing binding.
+  configurable = getattr(reference, 'configurable', None)
+  check = getattr(getattr(configurable, 'wrapper', None),
+                  'check_before_start', None)
+  if check is not None:
+    check()
 
 
 def parse_flags(argv: Sequence[str]) -> Sequence[str]:

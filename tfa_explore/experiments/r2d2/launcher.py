@@ -240,6 +240,21 @@ def train_eval(root_dir: str,
     server.stop()
 
 
+def check_before_start() -> None:
+  """Every value of the run checked before it starts (`runner.run` calls
+  it before it writes anything): the settings, the replay strategy's
+  checks of the env and its inputs, and the agent built on one env's
+  specs, whose factories check their values and the sequence against the
+  env's episode limit (`Builder.make_agent`).
+  """
+  builder = builder_lib.Builder(settings_lib.from_gin())
+  builder.check_setup()
+  builder.make_agent()
+
+
+train_eval.check_before_start = check_before_start
+
+
 def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
             job: Callable[[settings_lib.Settings], Any]) -> Any:
   """What the multi-machine binaries do: parse gin, run `job(settings)`.

@@ -122,15 +122,15 @@ class Learner:
     # Before anything is built or written: bad input is one clear error.
     builder.check_setup()
     self._replay = settings.replay
+    self.train_step = common.create_variable('train_step', 0,
+                                             dtype=tf.int64)
+    # Before root_dir is touched: the agent's factories check its values.
+    self._env_id, self.agent = builder.make_agent(self.train_step)
     self.run_dir = run_kit.RunDirectory(root_dir)
     # The run ends at `num_env_steps` or at this many episodes, if any.
     self._num_episodes = run_kit.episode_budget(
         settings.num_episodes, settings.env_loader, settings.seed,
         settings.num_env_steps, 'r2d2.Settings.num_episodes')
-
-    self.train_step = common.create_variable('train_step', 0,
-                                             dtype=tf.int64)
-    self._env_id, self.agent = builder.make_agent(self.train_step)
     self._slot_epsilons = [
         epsilon for actor in range(settings.num_actors)
         for epsilon in self.agent.actor_epsilons(
