@@ -418,6 +418,64 @@ class BadConfigTest(TestCase):
     self.assert_config_error(result, 'nope.gin')
 
 
+def numeric_bindings(gin_file):
+  """[(binding name, value)] of every number `gin_file` binds, macros
+  resolved, as a user would rebind them."""
+  gin.clear_config()
+  runner.parse_gin([gin_file], [])
+  found = []
+  # pylint: disable=protected-access
+  for (scope, selector), parameters in gin.config._CONFIG.items():
+    if selector == 'gin.macro':
+      continue
+    configurable = gin.config._REGISTRY.get_match(selector)
+    name = runner._binding_name(scope, configurable, selector)
+    for parameter, value in parameters.items():
+      value = runner._macro_value(value)
+      if isinstance(value, (int, float)) and not isinstance(value, bool):
+        found.append((f'{name}.{parameter}', value))
+  # pylint: enable=protected-access
+  gin.clear_config()
+  return found
+
+
+class BoundValueTypeTest(parameterized.TestCase):
+  """Every number the shipped files of the three families bind is checked
+  at parsing: a string or a non-finite float in its place is refused by
+  name (`runner.check_bound_values`), in every binary, before anything is
+  built. Parsing only: milliseconds a case."""
+
+  def tearDown(self):
+    gin.clear_config()
+    super().tearDown()
+
+  @parameterized.parameters(CARTPOLE_GIN, RND_PPO_GIN, R2D2_GIN,
+                            os.path.join(REPO_ROOT, 'gin', 'r2d3',
+                                         'minigrid_doorkey8x8.gin'))
+  def test_every_number_refuses_a_string_and_non_finite_values(self,
+                                                                gin_file):
+    bindings = numeric_bindings(gin_file)
+    # The family's files bind their numbers (guards the loop below).
+    self.assertGreater(len(bindings), 10)
+    for name, _ in bindings:
+      for bad, shown in (("'nan'", "'nan' (str)"), ('1e999', 'inf'),
+                         ('-1e999', '-inf')):
+        with self.subTest(binding=name, value=bad):
+          gin.clear_config()
+          with self.assertRaises(runner.ConfigError) as raised:
+            runner.parse_gin([gin_file], [f'{name} = {bad}'])
+          message = str(raised.exception)
+          self.assertStartsWith(message, f'{name} must be ')
+          self.assertIn(f'got {shown}', message)
+
+  def test_shipped_values_pass(self):
+    for gin_file in glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
+                              recursive=True):
+      with self.subTest(gin_file=gin_file):
+        gin.clear_config()
+        runner.parse_gin([gin_file], [])
+
+
 @pytest.mark.integration
 class UserErrorTest(TestCase, parameterized.TestCase):
   """What a user must fix: `ERROR: <one line>`, exit code 2, no traceback.
@@ -452,11 +510,28 @@ class UserErrorTest(TestCase, parameterized.TestCase):
       ('negative_budget', CARTPOLE_GIN, 'NUM_ENV_STEPS = -5', 'free',
        'on_policy.train_eval.num_env_steps must be >= 1, got -5.'),
       ('budget_of_the_wrong_type', CARTPOLE_GIN, 'NUM_ENV_STEPS = "abc"',
-       'free', "on_policy.train_eval.num_env_steps must be an integer >= 1, "
+       'free', "on_policy.train_eval.num_env_steps must be an integer, "
        "got 'abc' (str)."),
       ('r2d2_budget_of_the_wrong_type', R2D2_GIN, 'NUM_ENV_STEPS = 1.5',
-       'free', 'r2d2.Settings.num_env_steps must be an integer >= 1, got 1.5 '
+       'free', 'r2d2.Settings.num_env_steps must be an integer, got 1.5 '
        '(float).'),
+      ('r2d2_zero_trace', R2D2_GIN, 'r2d2/SequenceConfig.trace_length = 0',
+       'free', 'r2d2/SequenceConfig.trace_length must be >= 1, got 0.'),
+      ('r2d2_negative_burn_in', R2D2_GIN,
+       'r2d2/SequenceConfig.burn_in_steps = -1', 'free',
+       'r2d2/SequenceConfig.burn_in_steps must be >= 0, got -1.'),
+      ('r2d2_infinite_learning_rate', R2D2_GIN,
+       'r2d2.r2d2_agent_fn.learning_rate = 1e999', 'free',
+       'r2d2.r2d2_agent_fn.learning_rate must be a finite number, got inf.'),
+      ('r2d2_learning_rate_string', R2D2_GIN,
+       "r2d2.r2d2_agent_fn.learning_rate = 'nan'", 'free',
+       "r2d2.r2d2_agent_fn.learning_rate must be a finite number, got 'nan' "
+       '(str).'),
+      # StatelessCartPole's episodes end within 500 steps (its TimeLimit).
+      ('r2d2_sequence_beyond_the_episode_limit', R2D2_GIN,
+       'r2d2/SequenceConfig.burn_in_steps = 1000', 'free',
+       'SequenceConfig.burn_in_steps + trace_length = 1000 + 16 = 1016 must '
+       "be <= the env's episode limit of 500 steps (max_episode_steps)"),
       ('r2d2_replay_below_the_batch', R2D2_GIN,
        'r2d2.Settings.replay_capacity = 2', 'free',
        'r2d2.Settings.replay_capacity (2) is below batch_size'),
@@ -520,8 +595,12 @@ class UserErrorTest(TestCase, parameterized.TestCase):
     # The message is one line: nothing follows it.
     self.assertEqual(result.stderr.strip().splitlines()[-1],
                      errors_printed[0])
-    # No training started.
-    self.assertFalse(os.path.exists(os.path.join(root_dir, 'checkpoints')))
+    # Refused before the run's first line and its first file.
+    self.assertNotIn('Training in', result.stderr)
+    if root_dir_kind == 'free':
+      self.assertFalse(os.path.exists(root_dir))
+    elif root_dir_kind == 'held':
+      self.assertEqual(os.listdir(root_dir), ['run.lock'])
 
   @parameterized.named_parameters(
       ('learner', 'learner', ('--replay_server=127.0.0.1:1',
@@ -573,7 +652,7 @@ class UserErrorTest(TestCase, parameterized.TestCase):
                         flags=('--verbose',))
     self.assertEqual(result.returncode, 2, result.stderr[-3000:])
     self.assertIn('Traceback', result.stderr)
-    self.assertIn('_check_positive', result.stderr)
+    self.assertIn('_check_counts', result.stderr)
     self.assertIn(
         '\nERROR: on_policy.train_eval.num_env_steps must be >= 1, got -5.',
         result.stderr)
