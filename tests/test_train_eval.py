@@ -242,7 +242,13 @@ class TrainEvalTest(TestCase):
 class StopSignalTest(TestCase, parameterized.TestCase):
   """SIGINT (Ctrl-C) and SIGTERM (schedulers) save the run and exit."""
 
-  def _start_then_signal(self, root_dir, gin_files, bindings, signum):
+  def _start_then_signal(self, root_dir, gin_files, bindings, signum,
+                         ready=None, stop_seconds=120):
+    """Starts the binary, sends `signum` once `ready(stderr so far)`
+    (default: training under way, a progress line after the first one);
+    (exit code, stderr). The process must end within `stop_seconds` of
+    the signal."""
+    ready = ready or (lambda text: len(env_steps_logged(text)) >= 2)
     process = subprocess.Popen(
         train_command(root_dir, gin_files, bindings), cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -251,13 +257,12 @@ class StopSignalTest(TestCase, parameterized.TestCase):
       deadline = time.time() + 240
       for line in process.stderr:
         lines.append(line)
-        # Training is under way: a progress line after the first one.
-        if len(env_steps_logged(''.join(lines))) >= 2:
+        if ready(''.join(lines)):
           break
         self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
       process.send_signal(signum)
       lines.extend(process.stderr)
-      process.wait(timeout=120)
+      process.wait(timeout=stop_seconds)
     finally:
       if process.poll() is None:
         process.kill()
@@ -314,6 +319,66 @@ class StopSignalTest(TestCase, parameterized.TestCase):
     self.assertEqual(int(checkpoint.rsplit('-', 1)[1]), stopped_at)
     self.assertNotEmpty(glob.glob(
         os.path.join(root_dir, 'replay_checkpoints', '*', 'DONE')))
+
+  @parameterized.named_parameters(('sigterm', signal.SIGTERM),
+                                  ('sigint', signal.SIGINT))
+  def test_r2d2_learner_waiting_on_an_empty_table_stops(self, signum):
+    # The agent table never holds enough to sample from: the learner only
+    # waits, in sample calls that end every second.
+    bindings = ('NUM_ENV_STEPS = 1000000',
+                'r2d2.Settings.replay_capacity = 1000000',
+                'r2d2.Settings.min_size_to_sample = 1000000',
+                'r2d2.Settings.sample_timeout_seconds = 2.0',
+                'r2d2.Settings.num_actors = 1',
+                "r2d2.Settings.actor_mode = 'thread'",
+                'r2d2.r2d2_agent_fn.jit_compile = False')
+    code, stderr = self._start_then_signal(
+        self.make_dir(), (R2D2_GIN,), bindings, signum,
+        ready=lambda text: 'No replay sample for' in text,
+        # A deadline, not a measure: it waited for ever before.
+        stop_seconds=60)
+    self.assertEqual(code, 128 + signum, stderr[-3000:])
+    self.assertNotIn('Traceback', stderr)
+    self.assertRegex(
+        stderr, rf'Stopped by {signal.Signals(signum).name} at env step ')
+
+  @parameterized.named_parameters(
+      ('ppo', CARTPOLE_GIN, ('NUM_ENV_STEPS = 1000000',) + SMALL_LOOP),
+      ('r2d2', R2D2_GIN, ('NUM_ENV_STEPS = 1000000',
+                          'r2d2.Settings.log_interval = 500',
+                          'r2d2.Settings.min_size_to_sample = 20',
+                          "r2d2.Settings.actor_mode = 'thread'",
+                          'r2d2.r2d2_agent_fn.jit_compile = False')))
+  def test_a_second_sigint_ends_the_run_at_once(self, gin_file, bindings):
+    process = subprocess.Popen(
+        train_command(self.make_dir(), (gin_file,), bindings), cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+      deadline = time.time() + 240
+      for line in process.stderr:
+        lines.append(line)
+        if len(env_steps_logged(''.join(lines))) >= 2:
+          break
+        self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
+      process.send_signal(signal.SIGINT)
+      for line in process.stderr:
+        lines.append(line)
+        if 'send it again to stop at once' in line:
+          break
+      process.send_signal(signal.SIGINT)
+      # The kernel's default action: no saving, no clean-up to wait for.
+      process.wait(timeout=5)
+      lines.extend(process.stderr)
+    finally:
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+      process.stderr.close()
+    stderr = ''.join(lines)
+    self.assertEqual(process.returncode, -signal.SIGINT, stderr[-3000:])
+    self.assertNotIn('Traceback', stderr)
+    self.assertNotIn('Stopped by SIGINT at env step', stderr)
 
 
 PRE_TRAINING_CALLS = []

@@ -12,6 +12,7 @@ with `experiment_setting`.
 from importlib import metadata as importlib_metadata
 import inspect
 import os
+import signal
 import sys
 import traceback
 import typing
@@ -344,6 +345,16 @@ def main_or_exit(root_dir: str, gin_files: Sequence[str],
     exit_with_config_error(e)
   except stop_signals.RunStopped as e:
     exit_stopped(e)
+  except KeyboardInterrupt:
+    exit_interrupted()
+
+
+def exit_interrupted() -> None:
+  """Ctrl-C where no loop holds the signals (`stop_signals.StopSignals`:
+  start-up, an actor): nothing to save; one line, exit 130."""
+  logging.warning('Stopped by SIGINT outside a training loop: nothing to '
+                  'save.')
+  sys.exit(128 + signal.SIGINT)
 
 
 def exit_stopped(stopped: stop_signals.RunStopped) -> None:

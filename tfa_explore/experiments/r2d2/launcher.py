@@ -274,3 +274,5 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
     runner.exit_with_config_error(e)
   except stop_signals.RunStopped as e:
     runner.exit_stopped(e)
+  except KeyboardInterrupt:
+    runner.exit_interrupted()

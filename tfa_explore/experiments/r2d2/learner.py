@@ -47,6 +47,13 @@ from tfa_explore.replay import tables
 from tfa_explore.utils import summaries
 
 REPLAY = 'Replay'
+
+# The longest the learner blocks in one sample call: between calls it
+# sees a stop signal (Python runs signal handlers only between
+# TensorFlow ops), so a learner waiting on an empty table stops within
+# about this long. Longer waits (`sample_timeout_seconds`) are counted
+# over several calls.
+SAMPLE_POLL_SECONDS = 1.0
 ACTOR = 'Actor'
 ACTORS = 'Actors'
 
@@ -116,8 +123,12 @@ class Learner:
     self._settings = settings
     self._replay_server = replay_server
     self._actors = actors
+    # The stop signals of `run` (None before and after it): every wait
+    # of the learner ends when they ask it to.
+    self._stop = None
     self._server_wait = retry.ServerWait(replay_server, 'learner',
-                                         settings.replay_retry_seconds)
+                                         settings.replay_retry_seconds,
+                                         should_stop=self._stop_requested)
     builder = builder_lib.Builder(settings)
     # Before anything is built or written: bad input is one clear error.
     builder.check_setup()
@@ -184,7 +195,8 @@ class Learner:
     self._dataset = self._replay.dataset(
         self._replay_server, self.agent, self._settings.batch_size,
         self._settings.seed,
-        int(self._settings.sample_timeout_seconds * 1000))
+        int(min(self._settings.sample_timeout_seconds,
+                SAMPLE_POLL_SECONDS) * 1000))
 
   def pretrain(self) -> None:
     """The strategy's steps before any acting (R2D3: on demonstrations)."""
@@ -309,11 +321,15 @@ class Learner:
                                        num_episodes=self._num_episodes)
     self.read_progress()
     with stop_signals.StopSignals() as stop:
-      while not self._budget_spent() and not stop.requested:
-        try:
-          self._iteration(progress_log)
-        except Exception as e:  # pylint: disable=broad-except
-          self._reconnect(e)
+      self._stop = stop
+      try:
+        while not self._budget_spent() and not stop.requested:
+          try:
+            self._iteration(progress_log)
+          except Exception as e:  # pylint: disable=broad-except
+            self._reconnect(e)
+      finally:
+        self._stop = None
     if stop.requested:
       self.stop(stop.signum)
     return self.finish()
@@ -325,7 +341,9 @@ class Learner:
     server holds those of its last checkpoint.
     """
     while True:
-      self._server_wait.wait(error)  # raises unless the server was lost
+      # Raises unless the server was lost; False: a stop signal came.
+      if not self._server_wait.wait(error):
+        return
       self._iterator = None
       try:
         self.publish()
@@ -368,6 +386,9 @@ class Learner:
 
   # --- helpers --------------------------------------------------------------
 
+  def _stop_requested(self) -> bool:
+    return self._stop is not None and self._stop.requested
+
   def _budget_spent(self) -> bool:
     """`num_env_steps` taken, or the episode budget ended (if any)."""
     return (int(self.env_steps) >= self._settings.num_env_steps or
@@ -390,11 +411,14 @@ class Learner:
 
   def _train_step(self):
     """One learner step on the next batch: its `LossInfo`, or None once
-    the run is over.
+    the run is over or a stop signal came.
 
-    A rate-limiter timeout (no sample for `sample_timeout_seconds`) checks
-    the actors' health, reads their progress and starts a new iterator.
+    A sample call waits at most `SAMPLE_POLL_SECONDS`; a timeout ends the
+    iterator, so the next call starts a new one. Every
+    `sample_timeout_seconds` without a sample the learner logs it and
+    checks the actors' health.
     """
+    waited_since = time.monotonic()
     while True:
       if self._iterator is None:
         self._iterator = iter(self._dataset)
@@ -404,12 +428,17 @@ class Learner:
       except (StopIteration, tf.errors.OutOfRangeError,
               tf.errors.DeadlineExceededError):
         self._iterator = None
-        logging.info(
-            'No replay sample for %.0f s (%d items in the agent table).',
-            self._settings.sample_timeout_seconds,
-            self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
-        if self._actors is not None:
-          self._actors.check()
+        if self._stop_requested():
+          return None
+        waited = time.monotonic() - waited_since
+        if waited >= self._settings.sample_timeout_seconds:
+          logging.info(
+              'No replay sample for %.0f s (%d items in the agent table).',
+              waited,
+              self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
+          if self._actors is not None:
+            self._actors.check()
+          waited_since = time.monotonic()
         self.read_progress()
         if self._budget_spent():
           return None
