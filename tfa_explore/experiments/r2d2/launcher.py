@@ -37,6 +37,10 @@ from tfa_explore.experiments.r2d2 import settings as settings_lib
 # their processes: it saved everything they would add.
 _STOPPED_ACTORS_SECONDS = 5.0
 
+# How much longer a stopping run waits for an actor thread past its
+# deadline, rather than exit under it.
+_THREAD_GRACE_SECONDS = 30.0
+
 # Under root_dir on one machine: the Reverb checkpoints of the tables.
 REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
 
@@ -197,6 +201,16 @@ class ActorPool:
         if actor.is_alive():
           actor.terminate()
           actor.join(timeout=10)
+      elif actor.is_alive():
+        # A thread cannot be ended from outside, and an interpreter that
+        # exits while one runs inside TensorFlow or Reverb can abort at
+        # exit ("terminate called without an active exception"). Its own
+        # deadlines (server waits, `actor._TOLD_TO_STOP_SECONDS`) end it.
+        logging.warning('%s is still stopping; waiting up to %.0f s more.',
+                        actor.name, _THREAD_GRACE_SECONDS)
+        actor.join(timeout=_THREAD_GRACE_SECONDS)
+        if actor.is_alive():
+          logging.warning('%s did not stop.', actor.name)
 
 
 @gin.configurable(module='r2d2', allowlist=[])

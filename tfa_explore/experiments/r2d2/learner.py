@@ -303,6 +303,9 @@ class Learner:
     env_steps = int(self.env_steps)
     if not self._checkpointer.saved_at(env_steps):
       self.checkpoint()
+    # The sample iterator's Reverb streams end here, while the server is
+    # still up, not in the interpreter's clean-up at exit.
+    self._iterator = None
     self.run_dir.flush()
     run_kit.write_env_logs(self.run_dir.root_dir, self._num_episodes)
     self.run_dir.release()
