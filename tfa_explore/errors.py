@@ -99,9 +99,9 @@ def check_count(name: str, value, minimum: int = 1) -> None:
     raise ValueError(f'{name} must be >= {minimum}, got {value}.')
 
 
-def check_number(name: str, value, minimum=None, above=None) -> None:
-  """Raises ValueError unless `value` is a finite real number (not a bool)
-  that is >= `minimum` and > `above` (each if given).
+def check_number(name: str, value, above=None) -> None:
+  """Raises ValueError unless `value` is a finite real number (not a bool),
+  and > `above` if given.
 
   Finite: inf passes any `> 0` check and nan fails every comparison
   silently, so both would end the run later as a TensorFlow error.
@@ -111,10 +111,12 @@ def check_number(name: str, value, minimum=None, above=None) -> None:
                      f'({type(value).__name__}).')
   if not math.isfinite(value):
     raise ValueError(f'{name} must be a finite number, got {value!r}.')
-  if minimum is not None and value < minimum:
-    raise ValueError(f'{name} must be >= {minimum}, got {value}.')
   if above is not None and not value > above:
     raise ValueError(f'{name} must be > {above}, got {value}.')
+
+
+_KINDS = {int: 'an integer', float: 'a finite number', bool: 'True or False',
+          str: 'a string'}
 
 
 def check_annotated(name: str, value, annotation) -> None:
@@ -150,7 +152,3 @@ def check_annotated(name: str, value, annotation) -> None:
                        f'({type(value).__name__}).')
   elif isinstance(value, float):
     check_number(name, value)
-
-
-_KINDS = {int: 'an integer', float: 'a finite number', bool: 'True or False',
-          str: 'a string'}

@@ -32,11 +32,11 @@ from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import retry
 
 ACTOR_DIR = 'actors'
+ACTOR = 'Actor'
 
 # An actor told to stop by its launcher flushes and reports for at most
 # this long: what it holds is not part of the saved run.
 _TOLD_TO_STOP_SECONDS = 2.0
-ACTOR = 'Actor'
 
 
 class _ProgressWriter:

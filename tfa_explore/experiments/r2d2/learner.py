@@ -47,6 +47,8 @@ from tfa_explore.replay import tables
 from tfa_explore.utils import summaries
 
 REPLAY = 'Replay'
+ACTOR = 'Actor'
+ACTORS = 'Actors'
 
 # The longest the learner blocks in one sample call: between calls it
 # sees a stop signal (Python runs signal handlers only between
@@ -54,8 +56,6 @@ REPLAY = 'Replay'
 # about this long. Longer waits (`sample_timeout_seconds`) are counted
 # over several calls.
 SAMPLE_POLL_SECONDS = 1.0
-ACTOR = 'Actor'
-ACTORS = 'Actors'
 
 
 class ProgressReader:
