@@ -225,13 +225,14 @@ _COUNTS = ('num_env_steps', 'num_envs', 'rollout_length', 'eval_interval',
 
 def _check_counts(arguments) -> None:
   """Raises ConfigError naming the first count or interval that is not an
-  integer >= 1 (`num_episodes` too, unless None).
+  integer >= 1 (`num_episodes` and `tf_threads` too, unless None).
 
   Checked before anything is built: a budget of -5 env steps would run no
   iteration and end as a success, and a zero interval would never fire.
   """
-  names = _COUNTS + (() if arguments['num_episodes'] is None
-                     else ('num_episodes',))
+  names = _COUNTS + tuple(
+      name for name in ('num_episodes', 'tf_threads')
+      if arguments[name] is not None)
   for name in names:
     try:
       errors.check_count(f'on_policy.train_eval.{name}', arguments[name])
@@ -271,6 +272,9 @@ def check_before_start() -> None:
   """
   arguments = run_kit.bound_arguments(train_eval, 'on_policy.train_eval')
   _check_counts(arguments)
+  # Before the agent below runs TensorFlow's first op: the thread pools
+  # can only be sized until then.
+  run_kit.set_tf_threads(arguments['tf_threads'])
   env = arguments['env_loader'](seed=arguments['seed'])
   try:
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())
