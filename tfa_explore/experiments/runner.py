@@ -183,9 +183,9 @@ def check_bound_values() -> None:
     configurable = gin.config._REGISTRY.get_match(selector)
     # pylint: enable=protected-access
     annotations = _parameter_annotations(configurable)
+    name = _binding_name(scope, configurable, selector)
     for parameter, value in parameters.items():
       value = _macro_value(value)
-      name = _binding_name(scope, configurable, selector)
       try:
         errors.check_annotated(f'{name}.{parameter}', value,
                                annotations.get(parameter))
@@ -268,9 +268,10 @@ def run(root_dir: str, gin_files: Sequence[str],
 
   Every value is checked first (`check_before_start`), so a run refused
   as the user's error prints no other line and leaves root_dir as it
-  found it. root_dir is then locked for the whole run (`run_lock`) before anything is
-  built, so a second run on it (or an unwritable root_dir) is refused at
-  once, before an R2D2 run starts its replay server and actors.
+  found it. root_dir is then locked for the whole run (`run_lock`) before
+  anything is built, so a second run on it (or an unwritable root_dir) is
+  refused at once, before an R2D2 run starts its replay server and
+  actors.
   """
   parse_gin(gin_files, gin_bindings)
   try:
