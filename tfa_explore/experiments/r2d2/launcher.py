@@ -38,8 +38,11 @@ from tfa_explore.experiments.r2d2 import settings as settings_lib
 _STOPPED_ACTORS_SECONDS = 5.0
 
 # How much longer a stopping run waits for an actor thread past its
-# deadline, rather than exit under it.
-_THREAD_GRACE_SECONDS = 30.0
+# deadline, rather than exit under it: longer than the bounded calls an
+# actor told to stop can still be in (a server wait of 1 s after a 2 s
+# reachability probe, `actor._TOLD_TO_STOP_SECONDS` of flushing, an env
+# step); one blocked for good is not worth waiting for.
+_THREAD_GRACE_SECONDS = 10.0
 
 # Under root_dir on one machine: the Reverb checkpoints of the tables.
 REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
