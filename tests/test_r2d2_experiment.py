@@ -421,6 +421,39 @@ class ErrorsTest(_TestCase):
         self.assertIn(parameter, message)
         self.assertRegex(message, 'must be')
 
+  def test_bad_values_are_refused_before_root_dir_is_touched(self):
+    # Counting-v0's episodes here are cut at 5 steps by gymnasium's
+    # TimeLimit; the tiny sequences need burn-in 2 + trace 4 = 6.
+    for binding, message in (
+        ('r2d2/SequenceConfig.trace_length = 0',
+         'r2d2.Settings.agent_fn: r2d2/SequenceConfig.trace_length must be '
+         '>= 1, got 0.'),
+        ('r2d2/SequenceConfig.burn_in_steps = -1',
+         'r2d2.Settings.agent_fn: r2d2/SequenceConfig.burn_in_steps must be '
+         '>= 0, got -1.'),
+        ("r2d2.r2d2_agent_fn.learning_rate = 'nan'",
+         "r2d2.r2d2_agent_fn.learning_rate must be a finite number, got "
+         "'nan' (str)."),
+        ('r2d2.r2d2_agent_fn.learning_rate = 1e999',
+         'r2d2.r2d2_agent_fn.learning_rate must be a finite number, got '
+         'inf.'),
+        ('suite_gymnasium.load.max_episode_steps = 5',
+         'SequenceConfig.burn_in_steps + trace_length = 2 + 4 = 6 must be '
+         "<= the env's episode limit of 5 steps (max_episode_steps)")):
+      with self.subTest(binding):
+        gin.clear_config()
+        root_dir = os.path.join(self.get_temp_dir(), 'refused')
+        with self.assertRaises(runner.ConfigError) as raised:
+          runner.run(root_dir, [self.gin_file], [binding])
+        self.assertStartsWith(errors.user_message(raised.exception),
+                              message)
+        self.assertFalse(os.path.exists(root_dir))
+    # A limit that holds the sequence is accepted.
+    gin.clear_config()
+    runner.parse_gin([self.gin_file],
+                     ['suite_gymnasium.load.max_episode_steps = 6'])
+    r2d2.train_eval.check_before_start()
+
   def test_task_out_of_range(self):
     with self.assertRaisesRegex(ValueError, 'task must be in'):
       r2d2.run_actor(self.settings(), task=2, replay_server='localhost:1')

@@ -242,7 +242,13 @@ class TrainEvalTest(TestCase):
 class StopSignalTest(TestCase, parameterized.TestCase):
   """SIGINT (Ctrl-C) and SIGTERM (schedulers) save the run and exit."""
 
-  def _start_then_signal(self, root_dir, gin_files, bindings, signum):
+  def _start_then_signal(self, root_dir, gin_files, bindings, signum,
+                         ready=None, stop_seconds=120):
+    """Starts the binary, sends `signum` once `ready(stderr so far)`
+    (default: training under way, a progress line after the first one);
+    (exit code, stderr). The process must end within `stop_seconds` of
+    the signal."""
+    ready = ready or (lambda text: len(env_steps_logged(text)) >= 2)
     process = subprocess.Popen(
         train_command(root_dir, gin_files, bindings), cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -251,13 +257,12 @@ class StopSignalTest(TestCase, parameterized.TestCase):
       deadline = time.time() + 240
       for line in process.stderr:
         lines.append(line)
-        # Training is under way: a progress line after the first one.
-        if len(env_steps_logged(''.join(lines))) >= 2:
+        if ready(''.join(lines)):
           break
         self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
       process.send_signal(signum)
       lines.extend(process.stderr)
-      process.wait(timeout=120)
+      process.wait(timeout=stop_seconds)
     finally:
       if process.poll() is None:
         process.kill()
@@ -314,6 +319,66 @@ class StopSignalTest(TestCase, parameterized.TestCase):
     self.assertEqual(int(checkpoint.rsplit('-', 1)[1]), stopped_at)
     self.assertNotEmpty(glob.glob(
         os.path.join(root_dir, 'replay_checkpoints', '*', 'DONE')))
+
+  @parameterized.named_parameters(('sigterm', signal.SIGTERM),
+                                  ('sigint', signal.SIGINT))
+  def test_r2d2_learner_waiting_on_an_empty_table_stops(self, signum):
+    # The agent table never holds enough to sample from: the learner only
+    # waits, in sample calls that end every second.
+    bindings = ('NUM_ENV_STEPS = 1000000',
+                'r2d2.Settings.replay_capacity = 1000000',
+                'r2d2.Settings.min_size_to_sample = 1000000',
+                'r2d2.Settings.sample_timeout_seconds = 2.0',
+                'r2d2.Settings.num_actors = 1',
+                "r2d2.Settings.actor_mode = 'thread'",
+                'r2d2.r2d2_agent_fn.jit_compile = False')
+    code, stderr = self._start_then_signal(
+        self.make_dir(), (R2D2_GIN,), bindings, signum,
+        ready=lambda text: 'No replay sample for' in text,
+        # A deadline, not a measure: it waited for ever before.
+        stop_seconds=60)
+    self.assertEqual(code, 128 + signum, stderr[-3000:])
+    self.assertNotIn('Traceback', stderr)
+    self.assertRegex(
+        stderr, rf'Stopped by {signal.Signals(signum).name} at env step ')
+
+  @parameterized.named_parameters(
+      ('ppo', CARTPOLE_GIN, ('NUM_ENV_STEPS = 1000000',) + SMALL_LOOP),
+      ('r2d2', R2D2_GIN, ('NUM_ENV_STEPS = 1000000',
+                          'r2d2.Settings.log_interval = 500',
+                          'r2d2.Settings.min_size_to_sample = 20',
+                          "r2d2.Settings.actor_mode = 'thread'",
+                          'r2d2.r2d2_agent_fn.jit_compile = False')))
+  def test_a_second_sigint_ends_the_run_at_once(self, gin_file, bindings):
+    process = subprocess.Popen(
+        train_command(self.make_dir(), (gin_file,), bindings), cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+      deadline = time.time() + 240
+      for line in process.stderr:
+        lines.append(line)
+        if len(env_steps_logged(''.join(lines))) >= 2:
+          break
+        self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
+      process.send_signal(signal.SIGINT)
+      for line in process.stderr:
+        lines.append(line)
+        if 'send it again to stop at once' in line:
+          break
+      process.send_signal(signal.SIGINT)
+      # The kernel's default action: no saving, no clean-up to wait for.
+      process.wait(timeout=5)
+      lines.extend(process.stderr)
+    finally:
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+      process.stderr.close()
+    stderr = ''.join(lines)
+    self.assertEqual(process.returncode, -signal.SIGINT, stderr[-3000:])
+    self.assertNotIn('Traceback', stderr)
+    self.assertNotIn('Stopped by SIGINT at env step', stderr)
 
 
 PRE_TRAINING_CALLS = []
@@ -418,6 +483,64 @@ class BadConfigTest(TestCase):
     self.assert_config_error(result, 'nope.gin')
 
 
+def numeric_bindings(gin_file):
+  """[(binding name, value)] of every number `gin_file` binds, macros
+  resolved, as a user would rebind them."""
+  gin.clear_config()
+  runner.parse_gin([gin_file], [])
+  found = []
+  # pylint: disable=protected-access
+  for (scope, selector), parameters in gin.config._CONFIG.items():
+    if selector == 'gin.macro':
+      continue
+    configurable = gin.config._REGISTRY.get_match(selector)
+    name = runner._binding_name(scope, configurable, selector)
+    for parameter, value in parameters.items():
+      value = runner._macro_value(value)
+      if isinstance(value, (int, float)) and not isinstance(value, bool):
+        found.append((f'{name}.{parameter}', value))
+  # pylint: enable=protected-access
+  gin.clear_config()
+  return found
+
+
+class BoundValueTypeTest(parameterized.TestCase):
+  """Every number the shipped files of the three families bind is checked
+  at parsing: a string or a non-finite float in its place is refused by
+  name (`runner.check_bound_values`), in every binary, before anything is
+  built. Parsing only: milliseconds a case."""
+
+  def tearDown(self):
+    gin.clear_config()
+    super().tearDown()
+
+  @parameterized.parameters(CARTPOLE_GIN, RND_PPO_GIN, R2D2_GIN,
+                            os.path.join(REPO_ROOT, 'gin', 'r2d3',
+                                         'minigrid_doorkey8x8.gin'))
+  def test_every_number_refuses_a_string_and_non_finite_values(self,
+                                                                gin_file):
+    bindings = numeric_bindings(gin_file)
+    # The family's files bind their numbers (guards the loop below).
+    self.assertGreater(len(bindings), 10)
+    for name, _ in bindings:
+      for bad, shown in (("'nan'", "'nan' (str)"), ('1e999', 'inf'),
+                         ('-1e999', '-inf')):
+        with self.subTest(binding=name, value=bad):
+          gin.clear_config()
+          with self.assertRaises(runner.ConfigError) as raised:
+            runner.parse_gin([gin_file], [f'{name} = {bad}'])
+          message = str(raised.exception)
+          self.assertStartsWith(message, f'{name} must be ')
+          self.assertIn(f'got {shown}', message)
+
+  def test_shipped_values_pass(self):
+    for gin_file in glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
+                              recursive=True):
+      with self.subTest(gin_file=gin_file):
+        gin.clear_config()
+        runner.parse_gin([gin_file], [])
+
+
 @pytest.mark.integration
 class UserErrorTest(TestCase, parameterized.TestCase):
   """What a user must fix: `ERROR: <one line>`, exit code 2, no traceback.
@@ -452,11 +575,28 @@ class UserErrorTest(TestCase, parameterized.TestCase):
       ('negative_budget', CARTPOLE_GIN, 'NUM_ENV_STEPS = -5', 'free',
        'on_policy.train_eval.num_env_steps must be >= 1, got -5.'),
       ('budget_of_the_wrong_type', CARTPOLE_GIN, 'NUM_ENV_STEPS = "abc"',
-       'free', "on_policy.train_eval.num_env_steps must be an integer >= 1, "
+       'free', "on_policy.train_eval.num_env_steps must be an integer, "
        "got 'abc' (str)."),
       ('r2d2_budget_of_the_wrong_type', R2D2_GIN, 'NUM_ENV_STEPS = 1.5',
-       'free', 'r2d2.Settings.num_env_steps must be an integer >= 1, got 1.5 '
+       'free', 'r2d2.Settings.num_env_steps must be an integer, got 1.5 '
        '(float).'),
+      ('r2d2_zero_trace', R2D2_GIN, 'r2d2/SequenceConfig.trace_length = 0',
+       'free', 'r2d2/SequenceConfig.trace_length must be >= 1, got 0.'),
+      ('r2d2_negative_burn_in', R2D2_GIN,
+       'r2d2/SequenceConfig.burn_in_steps = -1', 'free',
+       'r2d2/SequenceConfig.burn_in_steps must be >= 0, got -1.'),
+      ('r2d2_infinite_learning_rate', R2D2_GIN,
+       'r2d2.r2d2_agent_fn.learning_rate = 1e999', 'free',
+       'r2d2.r2d2_agent_fn.learning_rate must be a finite number, got inf.'),
+      ('r2d2_learning_rate_string', R2D2_GIN,
+       "r2d2.r2d2_agent_fn.learning_rate = 'nan'", 'free',
+       "r2d2.r2d2_agent_fn.learning_rate must be a finite number, got 'nan' "
+       '(str).'),
+      # StatelessCartPole's episodes end within 500 steps (its TimeLimit).
+      ('r2d2_sequence_beyond_the_episode_limit', R2D2_GIN,
+       'r2d2/SequenceConfig.burn_in_steps = 1000', 'free',
+       'SequenceConfig.burn_in_steps + trace_length = 1000 + 16 = 1016 must '
+       "be <= the env's episode limit of 500 steps (max_episode_steps)"),
       ('r2d2_replay_below_the_batch', R2D2_GIN,
        'r2d2.Settings.replay_capacity = 2', 'free',
        'r2d2.Settings.replay_capacity (2) is below batch_size'),
@@ -520,8 +660,12 @@ class UserErrorTest(TestCase, parameterized.TestCase):
     # The message is one line: nothing follows it.
     self.assertEqual(result.stderr.strip().splitlines()[-1],
                      errors_printed[0])
-    # No training started.
-    self.assertFalse(os.path.exists(os.path.join(root_dir, 'checkpoints')))
+    # Refused before the run's first line and its first file.
+    self.assertNotIn('Training in', result.stderr)
+    if root_dir_kind == 'free':
+      self.assertFalse(os.path.exists(root_dir))
+    elif root_dir_kind == 'held':
+      self.assertEqual(os.listdir(root_dir), ['run.lock'])
 
   @parameterized.named_parameters(
       ('learner', 'learner', ('--replay_server=127.0.0.1:1',
@@ -573,7 +717,7 @@ class UserErrorTest(TestCase, parameterized.TestCase):
                         flags=('--verbose',))
     self.assertEqual(result.returncode, 2, result.stderr[-3000:])
     self.assertIn('Traceback', result.stderr)
-    self.assertIn('_check_positive', result.stderr)
+    self.assertIn('_check_counts', result.stderr)
     self.assertIn(
         '\nERROR: on_policy.train_eval.num_env_steps must be >= 1, got -5.',
         result.stderr)

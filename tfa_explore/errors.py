@@ -6,8 +6,10 @@ At the package's root and importing nothing of it, so every floor
 """
 
 import contextlib
+import math
 import numbers
 import re
+import typing
 
 # Exit code of a binary whose configuration cannot run (absl uses 1 for
 # crashes, argparse-style usage errors use 2).
@@ -46,8 +48,8 @@ def is_missing_binding(error: BaseException) -> bool:
 
 # The line gin appends to an exception's message for every configurable
 # the exception passes through, e.g. "\n  In call to configurable 'load'
-# (<function load at 0x7f...>)".
-_GIN_CALL_LINE = re.compile(r"\n\s*In call to configurable '[^']*' \([^\n]*\)")
+# (<function load at 0x7f...>)", with " in scope 'r2d2'" for a scoped one.
+_GIN_CALL_LINE = re.compile(r"\n\s*In call to configurable '[^']*' \([^\n]*")
 
 
 def user_message(error: BaseException) -> str:
@@ -97,8 +99,56 @@ def check_count(name: str, value, minimum: int = 1) -> None:
     raise ValueError(f'{name} must be >= {minimum}, got {value}.')
 
 
-def check_number(name: str, value) -> None:
-  """Raises ValueError unless `value` is a real number (not a bool)."""
+def check_number(name: str, value, above=None) -> None:
+  """Raises ValueError unless `value` is a finite real number (not a bool),
+  and > `above` if given.
+
+  Finite: inf passes any `> 0` check and nan fails every comparison
+  silently, so both would end the run later as a TensorFlow error.
+  """
   if isinstance(value, bool) or not isinstance(value, numbers.Real):
-    raise ValueError(f'{name} must be a number, got {value!r} '
+    raise ValueError(f'{name} must be a finite number, got {value!r} '
                      f'({type(value).__name__}).')
+  if not math.isfinite(value):
+    raise ValueError(f'{name} must be a finite number, got {value!r}.')
+  if above is not None and not value > above:
+    raise ValueError(f'{name} must be > {above}, got {value}.')
+
+
+_KINDS = {int: 'an integer', float: 'a finite number', bool: 'True or False',
+          str: 'a string'}
+
+
+def check_annotated(name: str, value, annotation) -> None:
+  """Raises ValueError unless `value` fits the parameter type `annotation`.
+
+  The types a gin file can bind as literals: int, float, bool, str and
+  Optional of them; every float must be finite, whatever its annotation
+  (an unannotated parameter included). Anything else (references,
+  containers, other types) is left to the code that takes it.
+  """
+  allows_none = False
+  if typing.get_origin(annotation) is typing.Union:
+    members = [a for a in typing.get_args(annotation) if a is not type(None)]
+    allows_none = len(members) < len(typing.get_args(annotation))
+    annotation = members[0] if len(members) == 1 else None
+  if value is None:
+    if annotation in (int, float, bool, str) and not allows_none:
+      raise ValueError(f'{name} must be {_KINDS[annotation]}, got None.')
+    return
+  if annotation is int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+      raise ValueError(f'{name} must be an integer, got {value!r} '
+                       f'({type(value).__name__}).')
+  elif annotation is float:
+    check_number(name, value)
+  elif annotation is bool:
+    if not isinstance(value, bool):
+      raise ValueError(f'{name} must be True or False, got {value!r} '
+                       f'({type(value).__name__}).')
+  elif annotation is str:
+    if not isinstance(value, str):
+      raise ValueError(f'{name} must be a string, got {value!r} '
+                       f'({type(value).__name__}).')
+  elif isinstance(value, float):
+    check_number(name, value)

@@ -165,6 +165,18 @@ class GymnasiumWrapper(py_environment.PyEnvironment):
     return self._episode_budget
 
   @property
+  def max_episode_steps(self) -> Optional[int]:
+    """The episode limit gymnasium's TimeLimit enforces, or None.
+
+    What gymnasium's spec declares (`gymnasium.make(max_episode_steps=)`
+    or the registration); runs check settings that need whole episodes
+    of some length against it.
+    """
+    spec = getattr(self._env, 'spec', None)
+    limit = getattr(spec, 'max_episode_steps', None)
+    return int(limit) if limit is not None else None
+
+  @property
   def last_info(self) -> Dict[str, Any]:
     """The gymnasium `info` dict of the most recent reset or step."""
     return self._last_info

@@ -111,15 +111,7 @@ def train_eval(
     errors.ConfigError: a count or interval below 1 (naming the gin
       parameter), or root_dir taken by another run or not writable.
   """
-  _check_positive(num_env_steps=num_env_steps, num_envs=num_envs,
-                  rollout_length=rollout_length, eval_interval=eval_interval,
-                  num_eval_episodes=num_eval_episodes,
-                  checkpoint_interval=checkpoint_interval,
-                  log_interval=log_interval,
-                  return_buffer_episodes=return_buffer_episodes,
-                  max_checkpoints_to_keep=max_checkpoints_to_keep,
-                  **({} if num_episodes is None
-                     else {'num_episodes': num_episodes}))
+  _check_counts(locals())
   run_kit.set_tf_threads(tf_threads)
   tf.random.set_seed(seed)
   np.random.seed(seed % 2**32)
@@ -133,19 +125,8 @@ def train_eval(
   action_spec = tensor_spec.from_spec(collect_py_env.action_spec())
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
-  agent = agent_fn(time_step_spec=time_step_spec, action_spec=action_spec,
-                   train_step_counter=train_step)
-  # A train batch is one sequence per env: an agent that splits it into
-  # minibatches says here, not at its first train step, if it cannot.
-  check_batch_size = getattr(agent, 'check_batch_size', None)
-  if check_batch_size is not None:
-    try:
-      check_batch_size(num_envs)
-    except ValueError as e:
-      raise errors.ConfigError(
-          f'on_policy.train_eval.num_envs = {num_envs} is too few for the '
-          f'agent: {e} Each minibatch is a share of the envs: use at least '
-          'as many envs as minibatches.') from e
+  agent = _make_agent(agent_fn, time_step_spec, action_spec, train_step,
+                      num_envs)
 
   metrics = _TrainMetrics(num_envs, return_buffer_episodes)
   env_steps = metrics.env_steps.environment_steps
@@ -237,17 +218,75 @@ def _close(environment) -> None:
     logging.warning('Closing the collect envs: %s', e)
 
 
-def _check_positive(**values) -> None:
-  """Raises ConfigError naming the first gin parameter below 1.
+_COUNTS = ('num_env_steps', 'num_envs', 'rollout_length', 'eval_interval',
+           'num_eval_episodes', 'checkpoint_interval', 'log_interval',
+           'return_buffer_episodes', 'max_checkpoints_to_keep')
+
+
+def _check_counts(arguments) -> None:
+  """Raises ConfigError naming the first count or interval that is not an
+  integer >= 1 (`num_episodes` and `tf_threads` too, unless None).
 
   Checked before anything is built: a budget of -5 env steps would run no
   iteration and end as a success, and a zero interval would never fire.
   """
-  for name, value in values.items():
+  names = _COUNTS + tuple(
+      name for name in ('num_episodes', 'tf_threads')
+      if arguments[name] is not None)
+  for name in names:
     try:
-      errors.check_count(f'on_policy.train_eval.{name}', value)
+      errors.check_count(f'on_policy.train_eval.{name}', arguments[name])
     except ValueError as e:
       raise errors.ConfigError(str(e)) from e
+
+
+def _make_agent(agent_fn, time_step_spec, action_spec, train_step, num_envs):
+  """`agent_fn`'s agent, checked against the batch it will train on."""
+  agent = agent_fn(time_step_spec=time_step_spec, action_spec=action_spec,
+                   train_step_counter=train_step)
+  # A train batch is one sequence per env: an agent that splits it into
+  # minibatches says here, not at its first train step, if it cannot.
+  check_batch_size = getattr(agent, 'check_batch_size', None)
+  if check_batch_size is not None:
+    try:
+      check_batch_size(num_envs)
+    except ValueError as e:
+      raise errors.ConfigError(
+          f'on_policy.train_eval.num_envs = {num_envs} is too few for the '
+          f'agent: {e} Each minibatch is a share of the envs: use at least '
+          'as many envs as minibatches.') from e
+  return agent
+
+
+def check_before_start() -> None:
+  """Every value `train_eval` is bound to, checked before the run starts.
+
+  The runner calls it before it writes anything (`runner.run`): the
+  counts, then one env (built outside the run, so it keeps no journal)
+  and the agent built on its specs, whose factories check their values.
+  Building the agent twice costs a second or two; a bad value found by
+  the real build would leave run.lock and summaries behind.
+
+  Raises:
+    errors.ConfigError: the first bad value, naming its gin parameter.
+  """
+  arguments = run_kit.bound_arguments(train_eval, 'on_policy.train_eval')
+  _check_counts(arguments)
+  # Before the agent below runs TensorFlow's first op: the thread pools
+  # can only be sized until then.
+  run_kit.set_tf_threads(arguments['tf_threads'])
+  env = arguments['env_loader'](seed=arguments['seed'])
+  try:
+    time_step_spec = tensor_spec.from_spec(env.time_step_spec())
+    action_spec = tensor_spec.from_spec(env.action_spec())
+  finally:
+    env.close()
+  _make_agent(arguments['agent_fn'], time_step_spec, action_spec,
+              tf.Variable(0, dtype=tf.int64, name='train_step'),
+              arguments['num_envs'])
+
+
+train_eval.check_before_start = check_before_start
 
 
 class RolloutCollector:

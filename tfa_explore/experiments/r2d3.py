@@ -78,11 +78,11 @@ PATH_PARAMETER = 'r2d3.DemonstrationReplay.path'
 def r2d3_agent_fn(time_step_spec,
                   action_spec,
                   train_step_counter,
-                  margin=REQUIRED,
-                  ntd_loss_weight=REQUIRED,
-                  td1_loss_weight=REQUIRED,
-                  margin_loss_weight=REQUIRED,
-                  l2_loss_weight=REQUIRED):
+                  margin: float = REQUIRED,
+                  ntd_loss_weight: float = REQUIRED,
+                  td1_loss_weight: float = REQUIRED,
+                  margin_loss_weight: float = REQUIRED,
+                  l2_loss_weight: float = REQUIRED):
   """An initialized `R2D3Agent` on `r2d2.r2d2_agent_fn`'s network.
 
   Everything R2D2 has (network, optimizer, sequences, n-step, target

@@ -9,10 +9,14 @@ Every experiment function takes `root_dir`; its settings (`env_loader`,
 with `experiment_setting`.
 """
 
+import gc
 from importlib import metadata as importlib_metadata
+import inspect
 import os
+import signal
 import sys
 import traceback
+import typing
 from typing import Callable, Optional, Sequence
 
 from absl import flags
@@ -154,6 +158,93 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
     raise ConfigError(
         f'Invalid gin configuration (files {gin_files}, bindings '
         f'{gin_bindings}): {e}') from e
+  check_bound_values()
+
+
+def check_bound_values() -> None:
+  """Checks every value the parsed gin config binds against the type of
+  its parameter (`errors.check_annotated`): int, float, bool, str,
+  Optional; floats finite.
+
+  One pass over every binding, for every binary, right after parsing:
+  a string for a number or an infinite learning rate is refused by name
+  before anything is built, whatever configurable takes it. Ranges and
+  combinations are the configurables' own checks, made before the run
+  starts (`check_before_start`).
+
+  Raises:
+    ConfigError: naming the binding (with its scope), the value and what
+      it must be.
+  """
+  # pylint: disable=protected-access
+  for (scope, selector), parameters in gin.config._CONFIG.items():
+    if selector == 'gin.macro':
+      continue  # Checked where a binding uses it.
+    configurable = gin.config._REGISTRY.get_match(selector)
+    # pylint: enable=protected-access
+    annotations = _parameter_annotations(configurable)
+    name = _binding_name(scope, configurable, selector)
+    for parameter, value in parameters.items():
+      value = _macro_value(value)
+      try:
+        errors.check_annotated(f'{name}.{parameter}', value,
+                               annotations.get(parameter))
+      except ValueError as e:
+        raise ConfigError(str(e)) from e
+
+
+def _parameter_annotations(configurable):
+  """{parameter: the type its value must have} of a registered configurable.
+
+  Its annotation; for an unannotated parameter with a numeric default,
+  a number (so a string such as 'nan' is refused there too).
+  """
+  if configurable is None:
+    return {}
+  target = configurable.wrapped
+  if inspect.isclass(target):
+    target = target.__init__
+  try:
+    hints = typing.get_type_hints(target)
+  except Exception:  # pylint: disable=broad-except
+    hints = {}  # Names only a type checker imports: defaults alone.
+  try:
+    parameters = inspect.signature(target).parameters
+  except (TypeError, ValueError):
+    return hints
+  for name, parameter in parameters.items():
+    default = parameter.default
+    if (name not in hints and not isinstance(default, bool) and
+        isinstance(default, (int, float))):
+      hints[name] = float
+  return hints
+
+
+def _binding_name(scope: str, configurable, selector: str) -> str:
+  """The configurable as a gin file names it: 'r2d2/SequenceConfig'.
+
+  Gin keys bindings by the full selector; one registered without a
+  `module=` has its Python module there, which gin files leave out.
+  """
+  if configurable is not None:
+    module = configurable.module or ''
+    selector = (configurable.name if '.' in module or not module
+                else f'{module}.{configurable.name}')
+  return f'{scope}/{selector}' if scope else selector
+
+
+def _macro_value(value):
+  """The value of a gin macro (`%NAME`), else `value` itself."""
+  reference = getattr(value, 'configurable', None)
+  if (isinstance(value, gin.config.ConfigurableReference) and
+      reference.selector == 'gin.macro'):
+    # 'X/gin.macro' for `%X` (a scoped `%s/X` keeps its scope in front).
+    macro = value.scoped_selector.rpartition('/')[0]
+    try:
+      return gin.query_parameter(f'%{macro}')
+    except ValueError:
+      return value
+  return value
 
 
 def experiment_setting(name: str):
@@ -175,11 +266,22 @@ def run(root_dir: str, gin_files: Sequence[str],
         gin_bindings: Sequence[str]) -> Optional[object]:
   """Parses gin and runs the experiment; raises ConfigError on bad config.
 
-  root_dir is locked for the whole run (`run_lock`) before anything is
-  built, so a second run on it (or an unwritable root_dir) is refused at
-  once, before an R2D2 run starts its replay server and actors.
+  Every value is checked first (`check_before_start`), so a run refused
+  as the user's error prints no other line and leaves root_dir as it
+  found it. root_dir is then locked for the whole run (`run_lock`) before
+  anything is built, so a second run on it (or an unwritable root_dir) is
+  refused at once, before an R2D2 run starts its replay server and
+  actors.
   """
   parse_gin(gin_files, gin_bindings)
+  try:
+    check_before_start()
+  except RuntimeError as e:
+    if errors.is_missing_binding(e):
+      raise ConfigError(
+          f'Missing gin binding (files {list(gin_files)}, bindings '
+          f'{list(gin_bindings)}):\n{e}') from e
+    raise
   with run_lock.RunLock(root_dir):
     # The first line of a run: start-up (building, tracing) takes a while.
     logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir '
@@ -192,6 +294,25 @@ def run(root_dir: str, gin_files: Sequence[str],
             f'Missing gin binding (files {list(gin_files)}, bindings '
             f'{list(gin_bindings)}):\n{e}') from e
       raise
+
+
+def check_before_start() -> None:
+  """The bound experiment's own checks of every value, if it has them.
+
+  An experiment function declares them as its attribute
+  `check_before_start` (a function of no arguments that reads the gin
+  config and raises ConfigError), so the runner calls them before it
+  takes root_dir's lock and logs the run's first line.
+  """
+  try:
+    reference = gin.query_parameter('run_experiment.experiment')
+  except ValueError:
+    return  # Unbound: `run_experiment` names the missing binding.
+  configurable = getattr(reference, 'configurable', None)
+  check = getattr(getattr(configurable, 'wrapper', None),
+                  'check_before_start', None)
+  if check is not None:
+    check()
 
 
 def parse_flags(argv: Sequence[str]) -> Sequence[str]:
@@ -226,9 +347,29 @@ def main_or_exit(root_dir: str, gin_files: Sequence[str],
     exit_with_config_error(e)
   except stop_signals.RunStopped as e:
     exit_stopped(e)
+  except KeyboardInterrupt:
+    exit_interrupted()
+
+
+def exit_interrupted() -> None:
+  """Ctrl-C where no loop holds the signals (`stop_signals.StopSignals`:
+  start-up, an actor): nothing to save; one line, exit 130."""
+  logging.warning('Stopped by SIGINT outside a training loop: nothing to '
+                  'save.')
+  sys.exit(128 + signal.SIGINT)
 
 
 def exit_stopped(stopped: stop_signals.RunStopped) -> None:
-  """One line on what was saved; exit 128 + the signal (130, 143)."""
+  """One line on what was saved; exit 128 + the signal (130, 143).
+
+  The stopped run's frames, which only the exception's traceback still
+  holds (the R2D2 learner with its Reverb clients and sample iterator, the
+  replay server, the envs), are freed first, while TensorFlow and Reverb
+  are whole, rather than in the interpreter's clean-up at exit, where
+  C++ objects with threads of their own are destroyed in no set order
+  (a stopped R2D2 run was seen to abort there after its last line).
+  """
+  stopped.__traceback__ = None
+  gc.collect()
   logging.warning('%s', stopped)
   sys.exit(stopped.exit_code)

@@ -38,10 +38,18 @@ class StopSignals:
 
   A context manager around a training loop: the first signal sets
   `signum` (the loop checks `requested` once per iteration, saves a
-  checkpoint and raises `RunStopped`); a second one ends the process at
-  once with the default action. Schedulers (Slurm, Kubernetes, Ray) stop
-  jobs with SIGTERM, Ctrl-C sends SIGINT. Outside the main thread (an
-  embedded loop) nothing is installed: Python allows handlers only there.
+  checkpoint and raises `RunStopped`); a second one, of either kind, ends
+  the process at once. Schedulers (Slurm, Kubernetes, Ray) stop jobs with
+  SIGTERM, Ctrl-C sends SIGINT. Outside the main thread (an embedded
+  loop) nothing is installed: Python allows handlers only there.
+
+  The second signal gets the kernel's default action (the process ends,
+  killed by that signal: no traceback, the shell reports 130 or 143),
+  installed by the first one and kept after the block: a Python handler
+  would run only once the main thread is back from the C++ call it may
+  be blocked in (a checkpoint, a Reverb call, joining actors), and after
+  the block Python's own SIGINT handler would raise KeyboardInterrupt in
+  the middle of the save.
   """
 
   SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -57,11 +65,13 @@ class StopSignals:
   def _handle(self, signum, frame):
     del frame
     if self.signum is not None:
-      # A second signal: the default action, now.
+      # A second signal that came before the kernel's action was in place.
       signal.signal(signum, signal.SIG_DFL)
       os.kill(os.getpid(), signum)
       return
     self.signum = signum
+    for other in self.SIGNALS:
+      signal.signal(other, signal.SIG_DFL)
     logging.warning('%s: stopping after this iteration, with a checkpoint '
                     '(send it again to stop at once).',
                     signal.Signals(signum).name)
@@ -73,6 +83,9 @@ class StopSignals:
     return self
 
   def __exit__(self, *exc_info) -> None:
-    for signum, handler in self._previous.items():
-      signal.signal(signum, handler)
+    if self.signum is None:
+      for signum, handler in self._previous.items():
+        signal.signal(signum, handler)
+    # Else the process is saving and ending: a second signal still ends
+    # it at once.
     self._previous = {}

@@ -4,6 +4,8 @@ from typing import Optional
 
 import tensorflow as tf
 
+from tfa_explore import errors
+
 
 def adam_optimizer(learning_rate: float, decay_steps: Optional[int],
                    epsilon: float) -> tf.keras.optimizers.Optimizer:
@@ -14,17 +16,13 @@ def adam_optimizer(learning_rate: float, decay_steps: Optional[int],
   `decay_steps` updates the rate stays 0.
 
   Raises:
-    ValueError: a learning rate or epsilon <= 0 (a negative rate ascends
-      the loss), or decay_steps given and not positive.
+    ValueError: a learning rate or epsilon that is not a finite number
+      > 0 (a negative rate ascends the loss), or decay_steps given and not positive.
   """
-  if not learning_rate > 0:
-    raise ValueError(f'learning_rate must be > 0, got {learning_rate}.')
-  if not epsilon > 0:
-    raise ValueError(f'adam_epsilon must be > 0, got {epsilon}.')
+  errors.check_number('learning_rate', learning_rate, above=0)
+  errors.check_number('adam_epsilon', epsilon, above=0)
   if decay_steps is not None:
-    if int(decay_steps) < 1:
-      raise ValueError(
-          f'learning_rate_decay_steps must be >= 1 or None, got {decay_steps}.')
+    errors.check_count('learning_rate_decay_steps', decay_steps)
     learning_rate = tf.keras.optimizers.schedules.PolynomialDecay(
         learning_rate, decay_steps=int(decay_steps), end_learning_rate=0.0,
         power=1.0)

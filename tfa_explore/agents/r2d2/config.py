@@ -28,6 +28,8 @@ import dataclasses
 
 import gin
 
+from tfa_explore import errors
+
 
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
@@ -47,15 +49,18 @@ class SequenceConfig:
   replay_period: int = 40
 
   def __post_init__(self):
-    if self.burn_in_steps < 0:
+    # Named as the gin file binds them (`r2d2/SequenceConfig.trace_length`):
+    # gin builds a scoped `@r2d2/SequenceConfig()` inside its scope.
+    scope = gin.current_scope_str()
+    name = f'{scope}/SequenceConfig' if scope else 'SequenceConfig'
+    errors.check_count(f'{name}.burn_in_steps', self.burn_in_steps,
+                       minimum=0)
+    errors.check_count(f'{name}.trace_length', self.trace_length)
+    errors.check_count(f'{name}.replay_period', self.replay_period)
+    if self.replay_period > self.trace_length:
       raise ValueError(
-          f'burn_in_steps must be >= 0, got {self.burn_in_steps}.')
-    if self.trace_length < 1:
-      raise ValueError(f'trace_length must be >= 1, got {self.trace_length}.')
-    if not 1 <= self.replay_period <= self.trace_length:
-      raise ValueError(
-          'replay_period must be in [1, trace_length] so that every step is '
-          f'in some trace; got replay_period={self.replay_period}, '
+          f'{name}.replay_period must be in [1, trace_length] so that every '
+          f'step is in some trace; got replay_period={self.replay_period}, '
           f'trace_length={self.trace_length}.')
 
   @property

@@ -15,7 +15,8 @@ from tfa_explore.environments import batched
 
 
 @gin.configurable(denylist=['agent', 'environment'])
-def warm_up_observation_normalizer(agent, environment, num_steps=gin.REQUIRED):
+def warm_up_observation_normalizer(agent, environment,
+                                   num_steps: int = gin.REQUIRED):
   """Steps a uniform random policy and feeds every observation to the
   intrinsic reward's observation normaliser (only that one: the policy's
   normaliser and all networks are left untouched; a no-op for the PPO

@@ -34,6 +34,10 @@ from tfa_explore.experiments.r2d2 import retry
 ACTOR_DIR = 'actors'
 ACTOR = 'Actor'
 
+# An actor told to stop by its launcher flushes and reports for at most
+# this long: what it holds is not part of the saved run.
+_TOLD_TO_STOP_SECONDS = 2.0
+
 
 class _ProgressWriter:
   """Sends this actor's reports to `PROGRESS_TABLE`."""
@@ -240,21 +244,28 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
         policy_state = policy.get_initial_state(num_envs)
         episode_returns[:], episode_lengths[:] = 0.0, 0
   finally:
-    _stop(task, settings, link.replay_writer, link.progress, unreported_steps)
+    # Told to stop by the launcher (a stopped run, or actors that outlived
+    # the learner's wait for them): the run was saved without what this
+    # actor still holds and the server is going, so a short deadline; the
+    # launcher then joins this thread before the process exits.
+    told_to_stop = stop_event is not None and stop_event.is_set()
+    _stop(task, link.replay_writer, link.progress, unreported_steps,
+          _TOLD_TO_STOP_SECONDS if told_to_stop
+          else settings.shutdown_timeout_seconds)
     actor_summaries.close()
     env.close()
   logging.info('Actor %d stopped after %d env steps.', task, total_steps)
   return total_steps
 
 
-def _stop(task, settings, replay_writer, progress, unreported_steps):
+def _stop(task, replay_writer, progress, unreported_steps, timeout_seconds):
   """Flushes the sequences, then reports the stop.
 
   The sequences first: the learner keeps resetting the agent table
   (releasing its rate limiter) until every actor reported its stop. One
-  deadline (`shutdown_timeout_seconds`) covers all of this actor's envs.
+  deadline (`timeout_seconds`) covers all of this actor's envs.
   """
-  deadline = time.time() + settings.shutdown_timeout_seconds
+  deadline = time.time() + timeout_seconds
 
   def remaining_ms():
     return max(int((deadline - time.time()) * 1000), 1)

@@ -54,26 +54,26 @@ def r2d2_agent_fn(time_step_spec,
                   action_spec,
                   train_step_counter,
                   sequence_config=REQUIRED,
-                  lstm_size=REQUIRED,
+                  lstm_size: Optional[int] = REQUIRED,
                   torso_fc_layer_params=REQUIRED,
                   dueling_fc_layer_params=REQUIRED,
                   conv_layer_params=None,
-                  image_scale=None,
-                  learning_rate=REQUIRED,
-                  adam_epsilon=REQUIRED,
-                  learning_rate_decay_steps=None,
-                  n_step=REQUIRED,
-                  gamma=REQUIRED,
-                  target_update_period=REQUIRED,
-                  importance_sampling_exponent=REQUIRED,
-                  priority_max_weight=REQUIRED,
-                  gradient_clipping=REQUIRED,
-                  use_stored_state=True,
+                  image_scale: Optional[float] = None,
+                  learning_rate: float = REQUIRED,
+                  adam_epsilon: float = REQUIRED,
+                  learning_rate_decay_steps: Optional[int] = None,
+                  n_step: int = REQUIRED,
+                  gamma: float = REQUIRED,
+                  target_update_period: int = REQUIRED,
+                  importance_sampling_exponent: float = REQUIRED,
+                  priority_max_weight: float = REQUIRED,
+                  gradient_clipping: Optional[float] = REQUIRED,
+                  use_stored_state: bool = True,
                   exploration=None,
                   q_network_fn=None,
-                  jit_compile=False,
-                  static_unroll=True,
-                  debug_summaries=True,
+                  jit_compile: bool = False,
+                  static_unroll: bool = True,
+                  debug_summaries: bool = True,
                   agent_class=r2d2_agent.R2D2Agent,
                   agent_kwargs=None):
   """An initialized `R2D2Agent` with a `RecurrentDuelingQNetwork`.
@@ -156,6 +156,26 @@ def r2d2_agent_fn(time_step_spec,
         **(agent_kwargs or {}))
   agent.initialize()
   return agent
+
+
+def check_sequence_fits(sequence_config, episode_limit: Optional[int]) -> None:
+  """Raises ConfigError if burn-in + trace exceed the env's episode limit.
+
+  The cutter pads every episode to whole sequences, so such a run would
+  still store items, but none would hold burn-in and trace of real steps
+  of one episode: the settings cannot mean what they say. An env that
+  declares no limit (`max_episode_steps` None or absent) is not checked.
+  """
+  if episode_limit is None:
+    return
+  steps = sequence_config.burn_in_steps + sequence_config.trace_length
+  if steps > episode_limit:
+    raise errors.ConfigError(
+        f'SequenceConfig.burn_in_steps + trace_length = '
+        f'{sequence_config.burn_in_steps} + {sequence_config.trace_length} '
+        f'= {steps} must be <= the env\'s episode limit of {episode_limit} '
+        'steps (max_episode_steps): no sequence could hold burn-in and trace '
+        'of one episode.')
 
 
 class SharedState(tf.Module):
@@ -262,17 +282,23 @@ class Builder:
     try:
       if train_step is None:
         train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
-      agent = settings.agent_fn(
-          time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
-          action_spec=tensor_spec.from_spec(env.action_spec()),
-          train_step_counter=train_step)
+      # Gin builds the agent's bound objects (`@r2d2/SequenceConfig()`)
+      # before the factory's own checks: their ValueErrors name their
+      # binding and are the user's error too.
+      with errors.values_of('r2d2.Settings.agent_fn'):
+        agent = settings.agent_fn(
+            time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
+            action_spec=tensor_spec.from_spec(env.action_spec()),
+            train_step_counter=train_step)
       env_id = getattr(env, 'env_id', None)
+      episode_limit = getattr(env, 'max_episode_steps', None)
     finally:
       if own_env:
         env.close()
     if not isinstance(agent, r2d2_agent.R2D2Agent):
       raise TypeError(
           f'agent_fn must build an R2D2Agent, got {type(agent).__name__}.')
+    check_sequence_fits(agent.sequence_config, episode_limit)
     return env_id, agent
 
   def make_tables(self, agent) -> List[reverb.Table]:

@@ -37,6 +37,13 @@ from tfa_explore.experiments.r2d2 import settings as settings_lib
 # their processes: it saved everything they would add.
 _STOPPED_ACTORS_SECONDS = 5.0
 
+# How much longer a stopping run waits for an actor thread past its
+# deadline, rather than exit under it: longer than the bounded calls an
+# actor told to stop can still be in (a server wait of 1 s after a 2 s
+# reachability probe, `actor._TOLD_TO_STOP_SECONDS` of flushing, an env
+# step); one blocked for good is not worth waiting for.
+_THREAD_GRACE_SECONDS = 10.0
+
 # Under root_dir on one machine: the Reverb checkpoints of the tables.
 REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
 
@@ -197,6 +204,16 @@ class ActorPool:
         if actor.is_alive():
           actor.terminate()
           actor.join(timeout=10)
+      elif actor.is_alive():
+        # A thread cannot be ended from outside, and an interpreter that
+        # exits while one runs inside TensorFlow or Reverb can abort at
+        # exit ("terminate called without an active exception"). Its own
+        # deadlines (server waits, `actor._TOLD_TO_STOP_SECONDS`) end it.
+        logging.warning('%s is still stopping; waiting up to %.0f s more.',
+                        actor.name, _THREAD_GRACE_SECONDS)
+        actor.join(timeout=_THREAD_GRACE_SECONDS)
+        if actor.is_alive():
+          logging.warning('%s did not stop.', actor.name)
 
 
 @gin.configurable(module='r2d2', allowlist=[])
@@ -240,6 +257,21 @@ def train_eval(root_dir: str,
     server.stop()
 
 
+def check_before_start() -> None:
+  """Every value of the run checked before it starts (`runner.run` calls
+  it before it writes anything): the settings, the replay strategy's
+  checks of the env and its inputs, and the agent built on one env's
+  specs, whose factories check their values and the sequence against the
+  env's episode limit (`Builder.make_agent`).
+  """
+  builder = builder_lib.Builder(settings_lib.from_gin())
+  builder.check_setup()
+  builder.make_agent()
+
+
+train_eval.check_before_start = check_before_start
+
+
 def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
             job: Callable[[settings_lib.Settings], Any]) -> Any:
   """What the multi-machine binaries do: parse gin, run `job(settings)`.
@@ -259,3 +291,5 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
     runner.exit_with_config_error(e)
   except stop_signals.RunStopped as e:
     runner.exit_stopped(e)
+  except KeyboardInterrupt:
+    runner.exit_interrupted()

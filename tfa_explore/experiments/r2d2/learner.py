@@ -50,6 +50,13 @@ REPLAY = 'Replay'
 ACTOR = 'Actor'
 ACTORS = 'Actors'
 
+# The longest the learner blocks in one sample call: between calls it
+# sees a stop signal (Python runs signal handlers only between
+# TensorFlow ops), so a learner waiting on an empty table stops within
+# about this long. Longer waits (`sample_timeout_seconds`) are counted
+# over several calls.
+SAMPLE_POLL_SECONDS = 1.0
+
 
 class ProgressReader:
   """Sums the actors' reports: env steps, episodes, recent returns."""
@@ -116,21 +123,25 @@ class Learner:
     self._settings = settings
     self._replay_server = replay_server
     self._actors = actors
+    # The stop signals of `run` (None before and after it): every wait
+    # of the learner ends when they ask it to.
+    self._stop = None
     self._server_wait = retry.ServerWait(replay_server, 'learner',
-                                         settings.replay_retry_seconds)
+                                         settings.replay_retry_seconds,
+                                         should_stop=self._stop_requested)
     builder = builder_lib.Builder(settings)
     # Before anything is built or written: bad input is one clear error.
     builder.check_setup()
     self._replay = settings.replay
+    self.train_step = common.create_variable('train_step', 0,
+                                             dtype=tf.int64)
+    # Before root_dir is touched: the agent's factories check its values.
+    self._env_id, self.agent = builder.make_agent(self.train_step)
     self.run_dir = run_kit.RunDirectory(root_dir)
     # The run ends at `num_env_steps` or at this many episodes, if any.
     self._num_episodes = run_kit.episode_budget(
         settings.num_episodes, settings.env_loader, settings.seed,
         settings.num_env_steps, 'r2d2.Settings.num_episodes')
-
-    self.train_step = common.create_variable('train_step', 0,
-                                             dtype=tf.int64)
-    self._env_id, self.agent = builder.make_agent(self.train_step)
     self._slot_epsilons = [
         epsilon for actor in range(settings.num_actors)
         for epsilon in self.agent.actor_epsilons(
@@ -184,7 +195,8 @@ class Learner:
     self._dataset = self._replay.dataset(
         self._replay_server, self.agent, self._settings.batch_size,
         self._settings.seed,
-        int(self._settings.sample_timeout_seconds * 1000))
+        int(min(self._settings.sample_timeout_seconds,
+                SAMPLE_POLL_SECONDS) * 1000))
 
   def pretrain(self) -> None:
     """The strategy's steps before any acting (R2D3: on demonstrations)."""
@@ -291,6 +303,9 @@ class Learner:
     env_steps = int(self.env_steps)
     if not self._checkpointer.saved_at(env_steps):
       self.checkpoint()
+    # The sample iterator's Reverb streams end here, while the server is
+    # still up, not in the interpreter's clean-up at exit.
+    self._iterator = None
     self.run_dir.flush()
     run_kit.write_env_logs(self.run_dir.root_dir, self._num_episodes)
     self.run_dir.release()
@@ -309,11 +324,15 @@ class Learner:
                                        num_episodes=self._num_episodes)
     self.read_progress()
     with stop_signals.StopSignals() as stop:
-      while not self._budget_spent() and not stop.requested:
-        try:
-          self._iteration(progress_log)
-        except Exception as e:  # pylint: disable=broad-except
-          self._reconnect(e)
+      self._stop = stop
+      try:
+        while not self._budget_spent() and not stop.requested:
+          try:
+            self._iteration(progress_log)
+          except Exception as e:  # pylint: disable=broad-except
+            self._reconnect(e)
+      finally:
+        self._stop = None
     if stop.requested:
       self.stop(stop.signum)
     return self.finish()
@@ -325,7 +344,9 @@ class Learner:
     server holds those of its last checkpoint.
     """
     while True:
-      self._server_wait.wait(error)  # raises unless the server was lost
+      # Raises unless the server was lost; False: a stop signal came.
+      if not self._server_wait.wait(error):
+        return
       self._iterator = None
       try:
         self.publish()
@@ -368,6 +389,9 @@ class Learner:
 
   # --- helpers --------------------------------------------------------------
 
+  def _stop_requested(self) -> bool:
+    return self._stop is not None and self._stop.requested
+
   def _budget_spent(self) -> bool:
     """`num_env_steps` taken, or the episode budget ended (if any)."""
     return (int(self.env_steps) >= self._settings.num_env_steps or
@@ -390,11 +414,14 @@ class Learner:
 
   def _train_step(self):
     """One learner step on the next batch: its `LossInfo`, or None once
-    the run is over.
+    the run is over or a stop signal came.
 
-    A rate-limiter timeout (no sample for `sample_timeout_seconds`) checks
-    the actors' health, reads their progress and starts a new iterator.
+    A sample call waits at most `SAMPLE_POLL_SECONDS`; a timeout ends the
+    iterator, so the next call starts a new one. Every
+    `sample_timeout_seconds` without a sample the learner logs it and
+    checks the actors' health.
     """
+    waited_since = time.monotonic()
     while True:
       if self._iterator is None:
         self._iterator = iter(self._dataset)
@@ -404,12 +431,17 @@ class Learner:
       except (StopIteration, tf.errors.OutOfRangeError,
               tf.errors.DeadlineExceededError):
         self._iterator = None
-        logging.info(
-            'No replay sample for %.0f s (%d items in the agent table).',
-            self._settings.sample_timeout_seconds,
-            self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
-        if self._actors is not None:
-          self._actors.check()
+        if self._stop_requested():
+          return None
+        waited = time.monotonic() - waited_since
+        if waited >= self._settings.sample_timeout_seconds:
+          logging.info(
+              'No replay sample for %.0f s (%d items in the agent table).',
+              waited,
+              self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
+          if self._actors is not None:
+            self._actors.check()
+          waited_since = time.monotonic()
         self.read_progress()
         if self._budget_spent():
           return None
