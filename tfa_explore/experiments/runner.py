@@ -9,6 +9,7 @@ Every experiment function takes `root_dir`; its settings (`env_loader`,
 with `experiment_setting`.
 """
 
+import contextlib
 import gc
 from importlib import metadata as importlib_metadata
 import inspect
@@ -274,26 +275,28 @@ def run(root_dir: str, gin_files: Sequence[str],
   actors.
   """
   parse_gin(gin_files, gin_bindings)
-  try:
+  with _missing_binding_as_config_error(gin_files, gin_bindings):
     check_before_start()
+  with run_lock.RunLock(root_dir):
+    # The first line of a run: start-up (building, tracing) takes a while.
+    logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir '
+                 '%s', root_dir, ' '.join(gin_files), root_dir)
+    with _missing_binding_as_config_error(gin_files, gin_bindings):
+      return run_experiment(root_dir=root_dir)
+
+
+@contextlib.contextmanager
+def _missing_binding_as_config_error(gin_files: Sequence[str],
+                                     gin_bindings: Sequence[str]):
+  """A gin REQUIRED left unbound is the user's error: one line, exit 2."""
+  try:
+    yield
   except RuntimeError as e:
     if errors.is_missing_binding(e):
       raise ConfigError(
           f'Missing gin binding (files {list(gin_files)}, bindings '
           f'{list(gin_bindings)}):\n{e}') from e
     raise
-  with run_lock.RunLock(root_dir):
-    # The first line of a run: start-up (building, tracing) takes a while.
-    logging.info('Training in %s (gin: %s); summaries: tensorboard --logdir '
-                 '%s', root_dir, ' '.join(gin_files), root_dir)
-    try:
-      return run_experiment(root_dir=root_dir)
-    except RuntimeError as e:
-      if errors.is_missing_binding(e):
-        raise ConfigError(
-            f'Missing gin binding (files {list(gin_files)}, bindings '
-            f'{list(gin_bindings)}):\n{e}') from e
-      raise
 
 
 def check_before_start() -> None:
