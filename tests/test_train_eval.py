@@ -242,6 +242,15 @@ class TrainEvalTest(TestCase):
 class StopSignalTest(TestCase, parameterized.TestCase):
   """SIGINT (Ctrl-C) and SIGTERM (schedulers) save the run and exit."""
 
+  def _read_until(self, process, lines, ready, timeout=240):
+    """Appends `process`'s stderr lines to `lines` until `ready(text)`."""
+    deadline = time.time() + timeout
+    for line in process.stderr:
+      lines.append(line)
+      if ready(''.join(lines)):
+        return
+      self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
+
   def _start_then_signal(self, root_dir, gin_files, bindings, signum,
                          ready=None, stop_seconds=120):
     """Starts the binary, sends `signum` once `ready(stderr so far)`
@@ -254,12 +263,7 @@ class StopSignalTest(TestCase, parameterized.TestCase):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines = []
     try:
-      deadline = time.time() + 240
-      for line in process.stderr:
-        lines.append(line)
-        if ready(''.join(lines)):
-          break
-        self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
+      self._read_until(process, lines, ready)
       process.send_signal(signum)
       lines.extend(process.stderr)
       process.wait(timeout=stop_seconds)
@@ -355,12 +359,8 @@ class StopSignalTest(TestCase, parameterized.TestCase):
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines = []
     try:
-      deadline = time.time() + 240
-      for line in process.stderr:
-        lines.append(line)
-        if len(env_steps_logged(''.join(lines))) >= 2:
-          break
-        self.assertLess(time.time(), deadline, ''.join(lines[-20:]))
+      self._read_until(
+          process, lines, lambda text: len(env_steps_logged(text)) >= 2)
       process.send_signal(signal.SIGINT)
       for line in process.stderr:
         lines.append(line)
