@@ -19,10 +19,6 @@ GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
                              recursive=True))
 MAX_GIN_LINE = 100
 
-# Pages still being cleaned elsewhere; remove a name once its page passes
-# (test_exclusions_are_still_needed says when).
-NOT_YET_CLEAN = {'docs/rnd_ppo.md'}
-
 # A short or full commit hash (a link target such as
 # r2d2_eval_curves_6624795.png is not matched: `_` is a word character).
 COMMIT_HASH = re.compile(r'\b[0-9a-f]{7,40}\b')
@@ -55,24 +51,15 @@ class UserPagesTest(absltest.TestCase):
   def test_pages_exist(self):
     names = {_relative(path) for path in USER_PAGES}
     self.assertContainsSubset({'README.md', 'docs/performance.md'}, names)
-    self.assertContainsSubset(NOT_YET_CLEAN, names)
 
   def test_no_commit_hashes_or_issue_numbers(self):
     found = []
     for path in USER_PAGES:
-      if _relative(path) in NOT_YET_CLEAN:
-        continue
       for line, mark in _lab_notebook_marks(_read(path)):
         found.append(f'{_relative(path)}:{line}: {mark}')
     self.assertEmpty(found, 'Commit hashes and issue numbers belong in '
                      'benchmarks/results/, not in a user page:\n' +
                      '\n'.join(found))
-
-  def test_exclusions_are_still_needed(self):
-    clean = [name for name in sorted(NOT_YET_CLEAN)
-             if not _lab_notebook_marks(_read(os.path.join(REPO_ROOT, name)))]
-    self.assertEmpty(clean, f'{clean} no longer cite hashes or issue '
-                     'numbers: remove them from NOT_YET_CLEAN.')
 
   def test_the_patterns_catch_what_they_should(self):
     text = ('at commit 3c06df7, then\nafter issue\n31 and Issue 13, '
