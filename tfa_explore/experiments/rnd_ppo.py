@@ -11,7 +11,7 @@ Every hyperparameter that changes results is `gin.REQUIRED`, so each gin
 file states it.
 """
 
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import gin
 import tensorflow as tf
@@ -53,6 +53,7 @@ def rnd_ppo_agent(
     conv_layer_params: Optional[Sequence[Tuple[int, int, int]]] = None,
     shared_torso: Optional[bool] = None,
     torso_fc_layers: Sequence[int] = (),
+    discrete_projection_net: Optional[Callable[..., Any]] = None,
     image_scale: float = 1.0 / 255.0,
     learning_rate_decay_steps: Optional[int] = None,
     adam_epsilon: float = 1e-5,
@@ -94,6 +95,10 @@ def rnd_ppo_agent(
       value network of their own. None: shared for image observations
       (`conv_layer_params` given), separate otherwise.
     torso_fc_layers: Dense layers of the shared torso after its convs.
+    discrete_projection_net: Called with a discrete action spec to build
+      the policy's head, as `ActorDistributionNetwork`'s argument, e.g.
+      `@networks.EpsilonSoftProjectionNetwork`; None: TF-Agents' categorical
+      head.
     image_scale: Multiplier after casting integer observations (in-network).
     learning_rate_decay_steps: Linear decay to 0 over this many gradient
       steps (of the policy/value optimizer); None keeps it constant.
@@ -127,7 +132,8 @@ def rnd_ppo_agent(
         activation_fn=activation_fn)
     actor_net = shared_torso_networks.ActorHeadNetwork(
         torso, action_spec, fc_layer_params=tuple(actor_fc_layers),
-        activation_fn=activation_fn)
+        activation_fn=activation_fn,
+        discrete_projection_net=discrete_projection_net)
     value_net = shared_torso_networks.ValueHeadNetwork(
         torso, heads=(dual_value_network.EXTRINSIC,
                       dual_value_network.INTRINSIC),
@@ -143,7 +149,9 @@ def rnd_ppo_agent(
         preprocessing_layers=preprocessing,
         conv_layer_params=conv,
         fc_layer_params=tuple(actor_fc_layers),
-        activation_fn=activation_fn)
+        activation_fn=activation_fn,
+        **({'discrete_projection_net': discrete_projection_net}
+           if discrete_projection_net else {}))
     value_net = dual_value_network.DualValueNetwork(
         observation_spec,
         preprocessing_layers=ppo.observation_preprocessing(observation_spec,

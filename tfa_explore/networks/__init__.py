@@ -2,6 +2,7 @@
 
 from tfa_explore.networks.dual_value_network import DualValueNetwork
 from tfa_explore.networks.ensemble_q_network import EnsembleQNetwork
+from tfa_explore.networks.epsilon_soft import EpsilonSoftProjectionNetwork
 from tfa_explore.networks.rnd_networks import last_frame
 from tfa_explore.networks.rnd_networks import rnd_conv_networks
 from tfa_explore.networks.rnd_networks import rnd_mlp_networks

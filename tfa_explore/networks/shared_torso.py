@@ -118,6 +118,7 @@ class ActorHeadNetwork(_HeadNetwork, network.DistributionNetwork):
                action_spec,
                fc_layer_params: Sequence[int] = (),
                activation_fn=tf.keras.activations.relu,
+               discrete_projection_net=None,
                name: str = 'ActorHeadNetwork'):
     """Creates the actor head.
 
@@ -126,10 +127,14 @@ class ActorHeadNetwork(_HeadNetwork, network.DistributionNetwork):
       action_spec: The action spec (nest allowed).
       fc_layer_params: Units of the policy's own dense layers on the torso.
       activation_fn: Their activation.
+      discrete_projection_net: Called with a discrete action spec to build
+        its head; None: TF-Agents' categorical head.
       name: Network name.
     """
 
     def projection(spec):
+      if tensor_spec.is_discrete(spec) and discrete_projection_net:
+        return discrete_projection_net(spec)
       if tensor_spec.is_discrete(spec):
         return categorical_projection_network.CategoricalProjectionNetwork(
             spec, logits_init_output_factor=0.1)
