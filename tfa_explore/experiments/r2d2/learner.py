@@ -384,7 +384,9 @@ class Learner:
       self.run_dir.train_writer.flush()
     if run_kit.crossed(steps, now_steps, settings.eval_interval):
       self.evaluate()
-    if run_kit.crossed(steps, now_steps, settings.checkpoint_interval):
+    # At the budget's end `finish` saves (learner and replay), once.
+    if (run_kit.crossed(steps, now_steps, settings.checkpoint_interval) and
+        not self._budget_spent()):
       self.checkpoint()
 
   # --- helpers --------------------------------------------------------------
