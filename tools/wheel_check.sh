@@ -39,7 +39,7 @@ print(f'wheel check: {os.path.basename(sys.argv[1])} holds '
       f'{len(in_wheel)} gin files and {len(scripts)} binaries')
 EOF
 # As the Makefile: pygame-ce alone owns the pygame module.
-"$venv_python" -m pip install --quiet --no-deps ./tools/pygame_stub
+"$venv_python" -m pip install --quiet --no-deps "$work/source/tools/pygame_stub"
 "$venv_python" -m pip install --quiet -c constraints.txt "$wheel"
 "$venv_python" -m pip check
 "$venv_python" tools/file_owners.py
