@@ -277,7 +277,10 @@ class BinaryConsoleTest(absltest.TestCase):
       self.assertNotIn('restarting it', output)  # no actor stopped early
       return output
 
-    run(120)
+    output = run(120)
+    # An R2D2 run cannot stop exactly at its budget, and says so at start.
+    self.assertIn('The run ends at the first learner iteration after the '
+                  "actors' reports reach 120 env steps", output)
     replay_dir = os.path.join(root_dir, 'replay_checkpoints')
     (newest,) = glob.glob(os.path.join(replay_dir, '*', 'DONE'))
     output = run(240)  # a finished run continued: a resume
