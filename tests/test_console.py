@@ -306,7 +306,7 @@ class BinaryConsoleTest(absltest.TestCase):
     try:
       for line in process.stderr:
         lines.append(line)
-        if 'env steps' in line:
+        if re.search(r'env steps [\d,]+/', line):  # a progress line
           break
       process.send_signal(signal.SIGINT)
       lines.extend(process.stderr)
