@@ -16,11 +16,17 @@ VERBOSE ?=
 
 install: $(STAMP)
 
-$(STAMP): setup.py constraints.txt
+# pygame-ce alone owns the pygame module: an empty pygame 2.1.3 stands in
+# for tf-agents' unused requirement (tools/pygame_stub/setup.py), and
+# pygame-ce is reinstalled in case an older venv had both write pygame/.
+$(STAMP): setup.py constraints.txt tools/pygame_stub/setup.py
 	@bash tools/check_python.sh "$(PYTHON)"
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
+	$(VPY) -m pip install --quiet --force-reinstall --no-deps ./tools/pygame_stub
 	$(VPY) -m pip install --quiet -c constraints.txt -e '.[test,ray,bsuite]'
+	$(VPY) -m pip install --quiet --force-reinstall --no-deps -c constraints.txt pygame-ce
+	$(VPY) tools/file_owners.py
 	@touch $(STAMP)
 
 # Default training job; TensorBoard logs under runs/ (tensorboard --logdir runs).

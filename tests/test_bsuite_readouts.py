@@ -6,6 +6,7 @@ would clash with bsuite_sweep.py's in the test process.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ class ReadoutsTest(absltest.TestCase):
 
   def test_a_row_per_size_from_the_journals_in_end_order(self):
     work_dir = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, work_dir, ignore_errors=True)
     episodes_dir = os.path.join(work_dir, 'r2d2', 'deep_sea-1', 'bsuite',
                                 'episodes')
     os.makedirs(episodes_dir)
@@ -51,6 +53,7 @@ class ReadoutsTest(absltest.TestCase):
 
   def test_memory_len_rows_give_the_wrong_shares(self):
     work_dir = tempfile.mkdtemp()
+    self.addCleanup(shutil.rmtree, work_dir, ignore_errors=True)
     episodes_dir = os.path.join(work_dir, 'r2d2', 'memory_len-2', 'bsuite',
                                 'episodes')
     os.makedirs(episodes_dir)

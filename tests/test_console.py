@@ -6,9 +6,11 @@ run prints our lines and nothing else; --verbose brings TensorFlow's lines
 back; a config error is one line and exit code 2 either way.
 """
 
+import glob
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -146,6 +148,72 @@ class LineFilterTest(absltest.TestCase):
         capture_output=True, text=True, timeout=60, check=True)
     self.assertEqual(result.stdout, '\n'.join(lines[7:]))
 
+  def test_drops_a_restore_of_replay_tables(self):
+    # What Reverb 0.14 printed for one restore (the 'Still reading' line
+    # once per 100 records: hundreds per resume).
+    path = '/r/replay_checkpoints/2026-01-02T03:04:05.678+00:00'
+    checkpointer = '[reverb/cc/platform/tfrecord_checkpointer.cc'
+    restore = [
+        f'{checkpointer}:286] Loading checkpoint from {path}',
+        f'{checkpointer}:295] Loading and verifying metadata of the '
+        'checkpointed tables.',
+        f"{checkpointer}:341] Metadata for table 'r2d2_sequences' was "
+        'successfully loaded and verified.',
+        f'{checkpointer}:404] Successfully loaded and verified metadata for '
+        'all (3) tables. We\'ll now proceed to read the data referenced by '
+        'the items in the table.',
+    ] + [
+        f'{checkpointer}:447] Still reading compressed trajectory data. '
+        f'{records} records have been read so far.'
+        for records in range(1, 1002, 100)
+    ] + [
+        f'{checkpointer}:457] Completed reading compressed trajectory data. '
+        'We\'ll now start assembling the checkpointed tables.',
+        f'{checkpointer}:534] Table r2d2_sequences and 34 items have been '
+        f'successfully loaded from checkpoint at path {path}.',
+        f'{checkpointer}:540] Successfully loaded 3 tables from {path}',
+        # Two threads' lines at once, interleaved.
+        '[[reverb/cc/client.ccreverb/cc/client.cc::165] 165Sampler and server '
+        'are owned by the same process (] 31571Sampler and server are owned '
+        'by the same process () so Table 31571variables) so Table  is '
+        'accessed directly without gRPC.variables',
+        ' is accessed directly without gRPC.',
+    ]
+    ours = ['12:00:00 Reverb tables restored from ' + path,
+            f'{checkpointer}:100] Failed to read table r2d2_sequences']
+    result = subprocess.run(
+        console.line_filter_command(), input='\n'.join(restore + ours) + '\n',
+        capture_output=True, text=True, timeout=60, check=True)
+    self.assertEqual(result.stdout.splitlines(), ours)
+
+
+class StopLineTest(absltest.TestCase):
+
+  def test_a_stop_through_gin_configurables_is_one_line(self):
+    # pylint: disable=g-import-not-at-top
+    import gin
+    from tfa_explore.experiments import runner
+    from tfa_explore.experiments import stop_signals
+    # pylint: enable=g-import-not-at-top
+
+    @gin.configurable('test_console_stopped_loop')
+    def stopped_loop():
+      raise stop_signals.RunStopped(2, 1234)
+
+    # Gin adds a line to the message for each configurable it passes.
+    with self.assertRaises(stop_signals.RunStopped) as raised:
+      stopped_loop()
+    self.assertIn('In call to configurable', str(raised.exception))
+    with self.assertLogs('absl', level='WARNING') as logs, \
+        self.assertRaises(SystemExit) as exited:
+      runner.exit_stopped(raised.exception)
+    self.assertEqual(exited.exception.code, 130)
+    (record,) = logs.records
+    self.assertEqual(
+        record.getMessage(),
+        'Stopped by SIGINT at env step 1,234; a checkpoint was saved there: '
+        'run the same command again to resume.')
+
 
 @pytest.mark.integration
 class BinaryConsoleTest(absltest.TestCase):
@@ -174,7 +242,92 @@ class BinaryConsoleTest(absltest.TestCase):
     self.assertRegex(progress[1], r'env steps 2\d\d/200 \(\d+%\) \| '
                      r'[\d,]+ env steps/s \| recent return .* \| ETA 0:00:00$')
     self.assertRegex(output, r'Eval at env step 2\d\d: average return')
+    # The checkpoint due at the last iteration is the final one, announced
+    # once.
+    self.assertLen(re.findall(r'Checkpoint (and policies )?saved at env step',
+                              output), 1, output)
     self.assertRegex(output, r'Checkpoint and policies saved at env step 2\d\d')
+
+  def test_r2d2_resume_fallback_and_stop_print_our_lines_only(self):
+    # pylint: disable=g-import-not-at-top
+    import test_r2d2_experiment  # the tiny R2D2 gin file
+    # pylint: enable=g-import-not-at-top
+    work_dir = tempfile.mkdtemp(prefix='tfa_explore_console_')
+    self.addCleanup(subprocess.run, ['rm', '-rf', work_dir], check=False)
+    root_dir = os.path.join(work_dir, 'run')
+    gin_file = os.path.join(work_dir, 'tiny_r2d2.gin')
+    with open(gin_file, 'w') as f:
+      f.write(test_r2d2_experiment.TINY_GIN)
+    args = (f'--root_dir={root_dir}', f'--gin_file={gin_file}',
+            "--gin_bindings=r2d2.Settings.actor_mode = 'thread'",
+            '--gin_bindings=r2d2.Settings.checkpoint_interval = 60')
+
+    def run(num_env_steps):
+      code, output = run_binary(
+          *args, f'--gin_bindings=NUM_ENV_STEPS = {num_env_steps}')
+      self.assertEqual(code, 0, output[-3000:])
+      self.assert_our_lines_only(output)
+      # Every checkpoint once, each with one of the replay tables.
+      saved = re.findall(r'Checkpoint (?:and policies )?saved at env step '
+                         r'([\d,]+)', output)
+      self.assertNotEmpty(saved, output)
+      self.assertLen(set(saved), len(saved), output)
+      self.assertLen(re.findall('Replay tables checkpointed', output),
+                     len(saved), output)
+      self.assertNotIn('restarting it', output)  # no actor stopped early
+      return output
+
+    output = run(120)
+    # An R2D2 run cannot stop exactly at its budget, and says so at start.
+    self.assertIn('The run ends at the first learner iteration after the '
+                  "actors' reports reach 120 env steps", output)
+    replay_dir = os.path.join(root_dir, 'replay_checkpoints')
+    (newest,) = glob.glob(os.path.join(replay_dir, '*', 'DONE'))
+    output = run(240)  # a finished run continued: a resume
+    self.assertIn('Reverb tables restored from '
+                  f'{os.path.dirname(newest)}: r2d2_sequences ', output)
+
+    # A damaged newest replay checkpoint: its kept predecessor is restored.
+    (newest,) = glob.glob(os.path.join(replay_dir, '*', 'DONE'))
+    with open(os.path.join(os.path.dirname(newest), 'chunks.tfrecord'),
+              'r+b') as f:
+      f.write(b'\xff' * 32)
+    output = run(360)
+    self.assertIn('does not load', output)
+    self.assertIn(f'Reverb tables restored from {replay_dir}_kept{os.sep}',
+                  output)
+
+    # A signal stop ends with the stop line.
+    process = subprocess.Popen(
+        [sys.executable, BINARY, *args,
+         '--gin_bindings=NUM_ENV_STEPS = 1000000'], cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+      for line in process.stderr:
+        lines.append(line)
+        if re.search(r'env steps [\d,]+/', line):  # a progress line
+          break
+      process.send_signal(signal.SIGINT)
+      lines.extend(process.stderr)
+      process.wait(timeout=120)
+    finally:
+      if process.poll() is None:
+        process.kill()
+        process.wait()
+      process.stderr.close()
+    output = ''.join(lines)
+    self.assertEqual(process.returncode, 130, output[-3000:])
+    self.assert_our_lines_only(output)
+    self.assertRegex(output.strip().splitlines()[-1],
+                     r'^\d\d:\d\d:\d\d WARNING: Stopped by SIGINT at env '
+                     r'step [\d,]+; a checkpoint was saved there: run the same '
+                     r'command again to resume\.$')
+
+  def assert_our_lines_only(self, output):
+    lines = [line for line in output.splitlines() if line.strip()]
+    self.assertEqual([line for line in lines if not OUR_LINE.match(line)],
+                     [], 'lines that are not ours')
 
   def test_config_error_is_one_line_verbose_shows_tensorflow(self):
     missing = os.path.join(tempfile.gettempdir(), 'no_such_file.gin')

@@ -8,13 +8,16 @@ our progress lines.
 """
 
 import glob
+import io
 import os
 import signal
 import threading
 import time
+from unittest import mock
 
 import pytest
 import ray
+from ray._private import worker as ray_worker  # how the driver prints
 
 from absl.testing import absltest
 
@@ -53,9 +56,34 @@ class CheckResourcesTest(absltest.TestCase):
                                 'server and the learner need 2 there'):
       self._check({'CPU': 40.0}, {'CPU': 1.0})
 
+  def test_docs_advice_for_one_two_core_machine_passes(self):
+    # docs/distributed.md: `ray start --head` on 2 cores counts 2 CPUs,
+    # and the server and learner run there beside the 16 actors.
+    self._check({'CPU': 2.0}, {'CPU': 2.0}, replay_server_num_cpus=0.5,
+                learner_num_cpus=0.5, actor_num_cpus=0.0625)
+    # Fractional actors alone leave the server and learner both CPUs.
+    with self.assertRaisesRegex(errors.ConfigError, 'this run needs 3.6'):
+      self._check({'CPU': 2.0}, {'CPU': 2.0}, actor_num_cpus=0.1)
+
   def test_a_gpu_the_head_node_lacks(self):
     with self.assertRaisesRegex(errors.ConfigError, 'learner_num_gpus = 1'):
       self._check({'CPU': 40.0}, {'CPU': 4.0}, learner_num_gpus=1.0)
+
+
+class RolePrefixTest(absltest.TestCase):
+
+  def test_no_colour_codes_when_the_output_is_not_a_terminal(self):
+    self.enter_context(mock.patch.dict(os.environ))
+    os.environ.pop('RAY_COLOR_PREFIX', None)
+    output = io.StringIO()  # a file, as `ray_launch.py ... 2> log` gives
+    ray_launcher.plain_role_prefixes([output])
+    # How Ray's driver prints a role's line.
+    ray_worker.print_worker_logs(
+        {'pid': 123, 'ip': '10.0.0.1', 'localhost': '10.0.0.1',
+         'actor_name': 'LearnerRole', 'lines': ['12:00:00 env steps 1/2']},
+        output)
+    self.assertEqual(output.getvalue(),
+                     '(LearnerRole pid=123) 12:00:00 env steps 1/2\n')
 
 
 # Hang guards, not speed checks: on a machine loaded 10 deep the cluster

@@ -36,7 +36,7 @@ class StartServerTest(parameterized.TestCase):
       time.sleep(0.1)
 
   def _checkpoint_with(self, checkpoint_dir, num_items):
-    server = tables.start_server(_queue, None, checkpoint_dir)
+    server, _ = tables.start_server(_queue, None, checkpoint_dir)
     client = reverb.Client(f'localhost:{server.port}')
     for i in range(num_items):
       client.insert([i], {'queue': 1.0})
@@ -46,9 +46,10 @@ class StartServerTest(parameterized.TestCase):
 
   def test_restores_a_good_checkpoint(self):
     checkpoint_dir = self._dir()
-    self._checkpoint_with(checkpoint_dir, 7)
-    server = tables.start_server(_queue, None, checkpoint_dir)
+    path = self._checkpoint_with(checkpoint_dir, 7)
+    server, restored_from = tables.start_server(_queue, None, checkpoint_dir)
     self.addCleanup(server.stop)
+    self.assertEqual(restored_from, path.rstrip('/'))
     info = reverb.Client(f'localhost:{server.port}').server_info()
     self.assertEqual(info['queue'].current_size, 7)
 
@@ -59,8 +60,10 @@ class StartServerTest(parameterized.TestCase):
     with open(os.path.join(path, name), 'r+b') as f:
       f.write(b'\xff' * 32)
     with self.assertLogs('absl', level='WARNING') as logs:
-      server = tables.start_server(_queue, None, checkpoint_dir)
+      server, restored_from = tables.start_server(_queue, None,
+                                                  checkpoint_dir)
     self.addCleanup(server.stop)
+    self.assertIsNone(restored_from)
     (warning,) = logs.records
     aside = os.path.join(checkpoint_dir + tables.DAMAGED_SUFFIX,
                          os.path.basename(path))
@@ -80,7 +83,7 @@ class StartServerTest(parameterized.TestCase):
 
   def test_the_previous_checkpoint_is_kept_and_restored(self):
     checkpoint_dir = self._dir()
-    server = tables.start_server(_queue, None, checkpoint_dir)
+    server, _ = tables.start_server(_queue, None, checkpoint_dir)
     client = reverb.Client(f'localhost:{server.port}')
     for i in range(7):
       client.insert([i], {'queue': 1.0})
@@ -97,8 +100,13 @@ class StartServerTest(parameterized.TestCase):
     with open(os.path.join(second, 'chunks.tfrecord'), 'r+b') as f:
       f.write(b'\xff' * 32)
     with self.assertLogs('absl', level='WARNING') as logs:
-      server = tables.start_server(_queue, None, checkpoint_dir)
+      server, restored_from = tables.start_server(_queue, None,
+                                                  checkpoint_dir)
     self.addCleanup(server.stop)
+    # The kept copy of the first, not the directory Reverb writes to.
+    self.assertEqual(restored_from, os.path.join(
+        checkpoint_dir + tables.KEPT_SUFFIX,
+        os.path.basename(first.rstrip('/'))))
     (warning,) = logs.records
     self.assertIn(f'Replay checkpoint {second} does not load',
                   warning.getMessage())

@@ -2,7 +2,8 @@
 # The package as `pip install` gives it: a wheel of this tree, installed with
 # its pinned dependencies into a fresh venv, then run from outside the
 # checkout. Checks: the wheel holds every shipped gin file and binary,
-# `pip check` is clean, and one shipped file of each loop (PPO, included by
+# `pip check` is clean, no file belongs to two installed distributions
+# (tools/file_owners.py), and one shipped file of each loop (PPO, included by
 # a user's file there; R2D2 with its Reverb replay) trains a few hundred env
 # steps and saves a checkpoint.
 # Usage: bash tools/wheel_check.sh   (or `make wheel-check`; CI runs it).
@@ -37,8 +38,11 @@ if missing:
 print(f'wheel check: {os.path.basename(sys.argv[1])} holds '
       f'{len(in_wheel)} gin files and {len(scripts)} binaries')
 EOF
+# As the Makefile: pygame-ce alone owns the pygame module.
+"$venv_python" -m pip install --quiet --no-deps "$work/source/tools/pygame_stub"
 "$venv_python" -m pip install --quiet -c constraints.txt "$wheel"
 "$venv_python" -m pip check
+"$venv_python" tools/file_owners.py
 
 elsewhere="$work/elsewhere"
 mkdir -p "$elsewhere"

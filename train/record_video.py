@@ -27,8 +27,11 @@ console.configure(__name__)  # before TensorFlow loads: see console
 # pygame.init(), which opens SDL's audio device too: on a machine without a
 # sound card libasound printed 8 "ALSA lib ..." lines per episode. SDL reads
 # SDL_AUDIODRIVER when audio starts; 'dummy' is its silent driver. The
-# user's own setting wins.
+# video device is never needed either (frames are drawn into arrays), and
+# pygame-ce's SDL probes it with "error: XDG_RUNTIME_DIR is invalid" on a
+# machine without a desktop session. The user's own settings win.
 os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
+os.environ.setdefault('SDL_VIDEODRIVER', 'dummy')
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 import gin

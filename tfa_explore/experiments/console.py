@@ -27,9 +27,9 @@ parent's sys.argv, so it configures itself the same way.
 
 Reverb's C++ lines (`[reverb/cc/...]`, R2D2 runs) have no level and no
 switch: Reverb writes them to std::clog. So the binary's file descriptor 2
-goes through a small separate process that drops the few INFO lines Reverb
-prints in a normal run (`REVERB_INFO_LINES`), XLA's and ALE's C++ notices
-(`MUTED_LINES`), and passes everything else. A
+goes through a small separate process that drops the INFO lines Reverb
+prints in a normal run and in a restore of its tables (`REVERB_INFO_LINES`),
+XLA's and ALE's C++ notices (`MUTED_LINES`), and passes everything else. A
 process, not a thread: it reads until every writer is gone, so a crash's
 last words (an abort, a SIGKILL of the binary) still reach the console.
 """
@@ -87,6 +87,18 @@ REVERB_INFO_LINES = (
     'Shutting down replay server',
     # At every replay checkpoint; the learner logs its own line.
     'Stored checkpoint to ',
+    # A restore (tfrecord_checkpointer.cc): one line per 100 records read,
+    # hundreds per resume, and a few around them. The builder logs what
+    # was restored from where; a checkpoint that does not load raises.
+    'Loading checkpoint from ',
+    'Loading and verifying metadata of the checkpointed tables',
+    'was successfully loaded and verified',
+    'Successfully loaded and verified metadata for all',
+    'Still reading compressed trajectory data',
+    'Completed reading compressed trajectory data',
+    'items have been successfully loaded from checkpoint at path',
+    'Successfully loaded ',
+    'No checkpoint found in ',
 )
 
 # Lines muted wherever they appear: XLA's two at a run's first compiled
@@ -98,12 +110,16 @@ MUTED_LINES = (
     'device_compiler.h:186] Compiled cluster using XLA!',
     'A.L.E: Arcade Learning Environment (version ',
     '[Powered by Stella]',
+    # The end of Reverb's "Sampler and server are owned by the same
+    # process" line, alone on a line when two threads logged it at once.
+    'is accessed directly without gRPC.',
 )
 
 # The line filter's program: stdin -> stdout, minus Reverb's INFO lines
-# (argv before '--') and XLA's (after it). It ignores Ctrl-C, which is for
-# the binary: it drains the binary's last lines and ends when every writer
-# has closed the pipe.
+# (argv before '--') and XLA's (after it). Reverb's mark is looked for
+# anywhere in a line: two threads logging at once interleave their lines.
+# It ignores Ctrl-C, which is for the binary: it drains the binary's last
+# lines and ends when every writer has closed the pipe.
 _LINE_FILTER_PROGRAM = '''
 import signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -113,7 +129,7 @@ anywhere = [text.encode() for text in sys.argv[split + 1:]]
 output = sys.stdout.buffer
 try:
   for line in sys.stdin.buffer:
-    if not ((line.startswith(b'[reverb/cc/') and
+    if not ((b'[reverb/cc/' in line and
              any(text in line for text in reverb)) or
             any(text in line for text in anywhere)):
       output.write(line)

@@ -192,7 +192,11 @@ def train_eval(
         run.train_writer.flush()
       if run_kit.crossed(previous_steps, current_steps, eval_interval):
         last_eval = evaluator(current_steps)
-      if run_kit.crossed(previous_steps, current_steps, checkpoint_interval):
+      # At the budget's end `finish` saves, once, with the final eval.
+      budget_spent = current_steps >= num_env_steps or (
+          num_episodes is not None and episodes >= num_episodes)
+      if (run_kit.crossed(previous_steps, current_steps, checkpoint_interval)
+          and not budget_spent):
         checkpointer.save()
 
   _close(collect_py_env)

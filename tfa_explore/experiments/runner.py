@@ -374,5 +374,7 @@ def exit_stopped(stopped: stop_signals.RunStopped) -> None:
   """
   stopped.__traceback__ = None
   gc.collect()
-  logging.warning('%s', stopped)
+  # Gin appends an "In call to configurable" line to the message for every
+  # configurable the exception left.
+  logging.warning('%s', errors.user_message(stopped))
   sys.exit(stopped.exit_code)

@@ -12,7 +12,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import uuid
 
 from absl import logging
@@ -124,8 +124,10 @@ def _move_aside(path: str, damaged_dir: str) -> str:
 
 def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
                  port: Optional[int],
-                 checkpoint_dir: Optional[str]) -> reverb.Server:
-  """A Reverb server restoring the newest checkpoint that loads.
+                 checkpoint_dir: Optional[str]
+                 ) -> Tuple[reverb.Server, Optional[str]]:
+  """A Reverb server restoring the newest checkpoint that loads; with the
+  checkpoint it restored (None: none).
 
   The newest complete checkpoint in `checkpoint_dir` is tried first, then
   the ones `CheckpointKeeper` kept. One that does not load (a damaged
@@ -136,9 +138,13 @@ def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
   damaged checkpoint. `make_tables` builds the tables for each attempt (a
   failed server may keep the ones it was given). With `checkpoint_dir`, a
   `CheckpointKeeper` runs beside the server for as long as the process.
+
+  Returns:
+    (server, the checkpoint directory it restored: under `checkpoint_dir`
+    or, after a fallback, under `<checkpoint_dir>_kept/`; None if none).
   """
   if checkpoint_dir is None:
-    return reverb.Server(make_tables(), port=port)
+    return reverb.Server(make_tables(), port=port), None
   damaged_dir = checkpoint_dir + DAMAGED_SUFFIX
   kept_dir = checkpoint_dir + KEPT_SUFFIX
   while True:
@@ -170,7 +176,7 @@ def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
           aside, then)
       continue
     _start_keeper(checkpoint_dir)
-    return server
+    return server, attempt
 
 
 _KEEPERS: Dict[str, CheckpointKeeper] = {}

@@ -336,21 +336,25 @@ class Builder:
     # are random ops: under op determinism they need a global seed.
     tf.random.set_seed(self.settings.seed)
     _, agent = self.make_agent()
-    server = tables.start_server(lambda: self.make_tables(agent), port,
-                                 checkpoint_dir)
+    server, restored_from = tables.start_server(
+        lambda: self.make_tables(agent), port, checkpoint_dir)
     client = reverb.Client(f'localhost:{server.port}')
     info = client.server_info()
-    if any(table.current_size for table in info.values()):
+    if restored_from is not None:
       # Reports in the restored queue may have been read by the learner
       # after the checkpoint; reading them again would count those env
       # steps twice. Steps reported since then are lost instead (at most
       # `actor_update_period` per actor and episode end).
       client.reset(PROGRESS_TABLE)
+      if info[VARIABLES_TABLE].current_size and _says_finished(client):
+        # A finished run continued with a larger budget: its actors would
+        # stop at once. They wait for the learner's first push instead.
+        client.reset(VARIABLES_TABLE)
       logging.info(
-          'Reverb tables restored from %s: %s.', checkpoint_dir,
+          'Reverb tables restored from %s: %s.', restored_from,
           ', '.join(f'{name} {table.current_size:,} items'
                     for name, table in sorted(info.items())
-                    if name != PROGRESS_TABLE))
+                    if name not in (PROGRESS_TABLE, VARIABLES_TABLE)))
     logging.info('Reverb server on port %d with tables %s.', server.port,
                  list(info))
     return server
@@ -396,6 +400,14 @@ class Builder:
     """Actor `task`'s epsilon-greedy policy over its batch of envs."""
     return agent.actor_collect_policy(task, self.settings.num_actors,
                                       self.settings.envs_per_actor)
+
+
+def _says_finished(client: reverb.Client) -> bool:
+  """Whether the weights in `VARIABLES_TABLE` are those of a finished run."""
+  sample = next(iter(client.sample(VARIABLES_TABLE, num_samples=1,
+                                   emit_timesteps=False,
+                                   unpack_as_table_signature=True)))
+  return bool(sample.data['finished'])
 
 
 def progress_report(task, env_steps, slot=-1, episode_return=0.0,

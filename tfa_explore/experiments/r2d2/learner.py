@@ -322,6 +322,16 @@ class Learner:
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
                                        settings.log_interval,
                                        num_episodes=self._num_episodes)
+    # The actors do not know the budget; an exact stop would need them to
+    # share one count of steps taken, which the reports give only late.
+    logging.info(
+        'The run ends at the first learner iteration after the actors\' '
+        'reports reach %s env steps; each actor steps on until its next '
+        'weight pull (every %s env steps), so it ends past that, the more '
+        'so in a short run (the actors fill replay to %s sequences before '
+        'the first learner step).', f'{settings.num_env_steps:,}',
+        f'{settings.actor_update_period:,}',
+        f'{settings.min_size_to_sample:,}')
     self.read_progress()
     with stop_signals.StopSignals() as stop:
       self._stop = stop
@@ -384,7 +394,9 @@ class Learner:
       self.run_dir.train_writer.flush()
     if run_kit.crossed(steps, now_steps, settings.eval_interval):
       self.evaluate()
-    if run_kit.crossed(steps, now_steps, settings.checkpoint_interval):
+    # At the budget's end `finish` saves (learner and replay), once.
+    if (run_kit.crossed(steps, now_steps, settings.checkpoint_interval) and
+        not self._budget_spent()):
       self.checkpoint()
 
   # --- helpers --------------------------------------------------------------

@@ -33,8 +33,9 @@ import dataclasses
 import logging as python_logging
 import math
 import os
+import sys
 import time
-from typing import Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 from absl import logging
 import gin
@@ -111,6 +112,23 @@ def check_resources(settings: settings_lib.Settings,
         f'r2d2.RayResources.learner_num_gpus = '
         f'{resources.learner_num_gpus:g}, but the Ray head node has '
         f'{head_gpus:g} GPUs.')
+
+
+def plain_role_prefixes(streams: Sequence[Any] = ()) -> None:
+  """No colour codes in front of the roles' lines unless on a terminal.
+
+  Ray's driver prints each line a role logs with the role in front,
+  coloured with ANSI escape codes even when the output is a file or a
+  pipe (`RAY_COLOR_PREFIX=0` turns them off; Ray reads it at every line).
+  An explicit setting in the user's environment wins.
+
+  Args:
+    streams: where the driver prints (default: stdout and stderr).
+  """
+  streams = streams or (sys.stdout, sys.stderr)
+  if not all(getattr(stream, 'isatty', lambda: False)()
+             for stream in streams):
+    os.environ.setdefault('RAY_COLOR_PREFIX', '0')
 
 
 def _head_node_resources() -> Dict[str, float]:
@@ -221,6 +239,7 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
   builder_lib.Builder(settings).check_setup()
   config_str = gin.config_str()
   started_here = not ray.is_initialized()
+  plain_role_prefixes()
   if started_here:
     # Every worker quiets its console before it imports a role's module.
     quiet = {} if verbose else dict(
