@@ -22,7 +22,7 @@ from tf_agents.networks import categorical_projection_network
 from tfa_explore import errors
 
 
-@gin.configurable(module='networks')
+@gin.configurable(module='networks', denylist=['sample_spec'])
 class EpsilonSoftProjectionNetwork(
     categorical_projection_network.CategoricalProjectionNetwork):
   """`CategoricalProjectionNetwork` whose distribution mixes in uniform."""
