@@ -10,8 +10,8 @@ from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import episodic
 from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.intrinsic import ngu
-from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
+from tfa_explore.agents.r2d2_intrinsic import q_bonus
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.networks import rnd_networks

@@ -7,9 +7,9 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents.intrinsic import normalizers
-from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import exploration
+from tfa_explore.agents.r2d2_intrinsic import q_bonus
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.testing import r2d2 as support

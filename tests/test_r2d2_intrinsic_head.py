@@ -5,9 +5,9 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
-from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
+from tfa_explore.agents.r2d2_intrinsic import q_bonus
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn

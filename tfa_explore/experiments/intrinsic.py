@@ -21,8 +21,8 @@ import tensorflow as tf
 from tfa_explore.agents.intrinsic import embedding as embedding_lib
 from tfa_explore.agents.intrinsic import episodic
 from tfa_explore.agents.intrinsic import ngu
-from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.intrinsic import reward as intrinsic
+from tfa_explore.agents.r2d2_intrinsic import q_bonus
 from tfa_explore.networks import rnd_networks
 
 REQUIRED = gin.REQUIRED

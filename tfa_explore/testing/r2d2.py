@@ -8,10 +8,10 @@ import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import trajectory as trajectory_lib
 
-from tfa_explore.agents.intrinsic import q_bonus
 from tfa_explore.agents.intrinsic import reward as intrinsic
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import config as r2d2_config
+from tfa_explore.agents.r2d2_intrinsic import q_bonus
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.networks import rnd_networks
 from tfa_explore.testing import fake_envs

@@ -24,10 +24,10 @@ holds it, so `tf.train.Checkpoint(agent=...)` saves it.
 arXiv 1810.12894, sections 2.2-2.4); its maths is in `maths.py` and nothing
 in it is PPO's. `RndPPOAgent` holds it (rewards of each rollout, predictor
 steps in its minibatches) and so do R2D2 and R2D3 through their
-exploration bonus (`q_bonus.py`). `NoIntrinsicReward` is the PPO twin's:
-zero rewards, nothing to train or update, `enabled` False (the agent then
-has no intrinsic stream). NGU's reward composes RND with an episodic
-novelty (`ngu.py`, `episodic.py`).
+exploration bonus (`agents/r2d2_intrinsic/`). `NoIntrinsicReward` is the
+PPO twin's: zero rewards, nothing to train or update, `enabled` False (the
+agent then has no intrinsic stream). NGU's reward composes RND with an
+episodic novelty (`ngu.py`, `episodic.py`).
 """
 
 import collections

@@ -26,7 +26,7 @@ only through these hooks:
 
 Its state is tracked by the agent, so the agent's checkpoint holds it.
 The bonuses (RND's reward or NGU's learnt by a second Q head) are in
-`tfa_explore.agents.intrinsic.q_bonus`.
+`tfa_explore.agents.r2d2_intrinsic`.
 """
 
 import collections

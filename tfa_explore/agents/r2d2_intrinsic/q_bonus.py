@@ -1,7 +1,7 @@
 """Exploration bonuses of the R2D2 family: an intrinsic reward learnt by Q_I.
 
 `IntrinsicQBonus` is an `r2d2.exploration.ExplorationBonus` holding an
-intrinsic reward (RND's, `reward.RndIntrinsicReward`). The agent's Q
+intrinsic reward (RND's, `intrinsic.RndIntrinsicReward`). The agent's Q
 network has a second head, Q_I (`RecurrentDuelingQNetwork(
 intrinsic_head=True)`), on the same core as Q_E:
 
@@ -27,10 +27,10 @@ intrinsic_head=True)`), on the same core as Q_E:
   (`observe`), the loss reads r_i with those statistics, then the
   predictor takes one step on the same next observations (`train_step`).
 
-`NguQBonus` pays NGU's reward (`ngu.NguReward`) instead: its exploring
-policy keeps each env's episodic memory in its state and records each
-observation's novelty in its info (`EPISODIC_NOVELTY`, so it is in
-replay); r_i is that novelty of the next observation times the RND
+`NguQBonus` pays NGU's reward (`intrinsic.ngu.NguReward`) instead: its
+exploring policy keeps each env's episodic memory in its state and
+records each observation's novelty in its info (`EPISODIC_NOVELTY`, so it
+is in replay); r_i is that novelty of the next observation times the RND
 modulator. A learnt embedding also takes one step per batch on the
 sequences' transitions (burn-in included), and its weights are the
 bonus's `acting_variables`.
