@@ -3,7 +3,7 @@ r"""What our agents' runs in a bsuite sweep did, id by id.
 
 Reads the runs of a `bsuite_sweep.py` work dir (`<work_dir>/<agent>/
 <experiment>-<setting>/`): their bsuite journals (every training episode
-in the order it ended, `tfa_explore.environments.bsuite.read_journals`)
+in the order it ended, `tfa_explore.environments.bsuite_journal.read_journals`)
 and, where the run wrote them, its TensorBoard summaries. Prints one
 markdown row per (agent, id), the id's setting from bsuite's sweep.
 
@@ -37,7 +37,7 @@ from absl import flags
 from absl import logging
 from bsuite import sweep
 
-from tfa_explore.environments import bsuite as bsuite_env
+from tfa_explore.environments import bsuite_journal
 # pylint: enable=g-import-not-at-top
 
 _WORK_DIR = flags.DEFINE_string('work_dir', None, 'The sweep\'s work dir.',
@@ -126,7 +126,7 @@ def main(argv):
   for agent in _AGENTS.value:
     runs = []
     for run_dir in glob.glob(os.path.join(_WORK_DIR.value, agent, '*')):
-      for bsuite_id, played in bsuite_env.read_journals(run_dir).items():
+      for bsuite_id, played in bsuite_journal.read_journals(run_dir).items():
         name, setting = bsuite_id.split('/')
         if name == experiment and played:
           runs.append((int(setting), bsuite_id, played, run_dir))

@@ -50,7 +50,7 @@ seconds are those of the process and the descendants it waited for
 missing.
 
 Scoring (also alone with --score_only): our runs' journals become bsuite's
-CSV logs (`tfa_explore.environments.bsuite.write_csv`, idempotent); each
+CSV logs (`tfa_explore.environments.bsuite_journal.write_csv`, idempotent); each
 agent's CSVs are copied to `<work_dir>/<agent>/csv/`, read with bsuite's
 `csv_load.load_bsuite` and scored with `summary_analysis.bsuite_score`
 (scores in [0, 1]). Written to --out_dir: `scores.md` (the table, the
@@ -64,7 +64,7 @@ learning, scale, seeds). A plot that fails is reported, named in scores.md
 with the reason, and skipped; some need what a trial lacks (memory_len's
 scale: bsuite's full budget; deep_sea's seeds: over 100 episodes;
 deep_sea's regret: one of the sizes 10, 20, 30, 40, 50). Scoring imports
-TensorFlow quietly (`bsuite_env_module`): the sweep's output is its own.
+TensorFlow quietly (`bsuite_journal_module`): the sweep's output is its own.
 
 Exit codes: 0; 1 a run failed (or nothing to score); 2 a bad flag value
 (one `ERROR:` line); 130 interrupted (SIGINT or SIGTERM: the runs it started
@@ -161,8 +161,9 @@ class UsageError(Exception):
   """A flag value the user must fix: one `ERROR:` line, exit code 2."""
 
 
-def bsuite_env_module():
-  """tfa_explore's bsuite module, imported without others' start-up lines.
+def bsuite_journal_module():
+  """tfa_explore's bsuite logs module, imported without others' start-up
+  lines (the package imports every env module).
 
   It imports TensorFlow, TF-Agents and gym, whose start-up lines (TF's C++
   notices, gym's "unmaintained" notice) would land among the sweep's own.
@@ -171,7 +172,7 @@ def bsuite_env_module():
   environment they were given. gym prints its notice to sys.stderr when
   imported.
   """
-  name = 'tfa_explore.environments.bsuite'
+  name = 'tfa_explore.environments.bsuite_journal'
   if name in sys.modules:
     return sys.modules[name]
   variable = 'TF_CPP_MIN_LOG_LEVEL'
@@ -441,10 +442,10 @@ def logged_rows(job: Job, num_episodes: Optional[int]):
     except (OSError, ValueError):  # not written yet, or being written
       return pd.DataFrame()
   else:
-    bsuite_env = bsuite_env_module()
-    episodes = bsuite_env.read_journals(job.run_dir).get(job.bsuite_id, [])
+    bsuite_journal = bsuite_journal_module()
+    episodes = bsuite_journal.read_journals(job.run_dir).get(job.bsuite_id, [])
     budget = episode_budget(job.bsuite_id.partition('/')[0])
-    df = pd.DataFrame(bsuite_env.csv_rows(
+    df = pd.DataFrame(bsuite_journal.csv_rows(
         episodes, min(budget, num_episodes or budget)))
   if df.empty:
     return df
@@ -767,9 +768,9 @@ def collect_csvs(agent: Agent, bsuite_ids: Sequence[str], work_dir: str,
     if agent.is_reference:
       path = os.path.join(directory, csv_name(bsuite_id))
     else:
-      bsuite_env = bsuite_env_module()
-      bsuite_env.write_csv(directory, num_episodes)
-      path = bsuite_env.csv_path(directory, bsuite_id)
+      bsuite_journal = bsuite_journal_module()
+      bsuite_journal.write_csv(directory, num_episodes)
+      path = bsuite_journal.csv_path(directory, bsuite_id)
     if os.path.isfile(path):
       found[bsuite_id] = path
   csv_dir = os.path.join(work_dir, agent.name, CSV_DIR)

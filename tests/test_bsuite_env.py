@@ -24,6 +24,7 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import bsuite as bsuite_env
+from tfa_explore.environments import bsuite_journal
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
@@ -34,7 +35,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _episodes_in_journals(root_dir):
   return sum(len(records)
-             for records in bsuite_env.read_journals(root_dir).values())
+             for records in bsuite_journal.read_journals(root_dir).values())
 
 
 class _TestCase(tf.test.TestCase):
@@ -201,8 +202,8 @@ class SeedTest(_TestCase):
         env.step(action)
       env.close()
       by_env = {}
-      for path in glob.glob(os.path.join(root_dir, bsuite_env.LOG_DIR,
-                                         bsuite_env.JOURNAL_DIR, '*.jsonl')):
+      for path in glob.glob(os.path.join(root_dir, bsuite_journal.LOG_DIR,
+                                         bsuite_journal.JOURNAL_DIR, '*.jsonl')):
         # <id>.<pid>.<seed>.<number>.jsonl
         env_seed = os.path.basename(path).split('.')[2]
         with open(path) as f:
@@ -251,7 +252,7 @@ class JournalTest(_TestCase):
     # ends 6 episodes of 10 steps.
     self._run_random(root_dir)
     self.assertEqual(_episodes_in_journals(root_dir), 18)
-    [path] = bsuite_env.write_csv(root_dir)
+    [path] = bsuite_journal.write_csv(root_dir)
     self.assertEqual(os.path.basename(path), 'bsuite_id_-_deep_sea-0.csv')
     frame = pd.read_csv(path)
     self.assertEqual(list(frame.columns)[:5],
@@ -271,7 +272,7 @@ class JournalTest(_TestCase):
   def test_rows_sum_envs_in_the_order_episodes_ended(self):
     def episode(time, length, ret, **info):
       return {'time': time, 'length': length, 'return': ret, 'info': info}
-    rows = bsuite_env.csv_rows(
+    rows = bsuite_journal.csv_rows(
         [episode(1.0, 10, 1.0, total_bad_episodes=0.0, best_episode=3.0),
          episode(2.0, 10, -0.1, total_bad_episodes=1.0, best_episode=1.0),
          episode(3.0, 12, 0.5, total_bad_episodes=1.0, best_episode=5.0)],
@@ -287,11 +288,11 @@ class JournalTest(_TestCase):
     root_dir = self.get_temp_dir()
     self._run_random(root_dir, num_envs=2, steps=45)
     [journal, *_] = glob.glob(os.path.join(
-        root_dir, bsuite_env.LOG_DIR, bsuite_env.JOURNAL_DIR, '*.jsonl'))
+        root_dir, bsuite_journal.LOG_DIR, bsuite_journal.JOURNAL_DIR, '*.jsonl'))
     with open(journal, 'a') as f:
       f.write('{"time": 12')  # a kill mid-line
     self.assertEqual(_episodes_in_journals(root_dir), 8)
-    [path] = bsuite_env.write_csv(root_dir, max_episodes=5)
+    [path] = bsuite_journal.write_csv(root_dir, max_episodes=5)
     self.assertEqual(pd.read_csv(path).episode.max(), 5)
     for line in open(journal).read().splitlines()[:-1]:
       self.assertEqual(set(json.loads(line)),
@@ -299,6 +300,33 @@ class JournalTest(_TestCase):
 
 
 @pytest.mark.integration
+class EndOfRunTest(_TestCase):
+
+  def test_hooks_run_once_each_with_the_run(self):
+    calls = []
+
+    def hook(root_dir, num_episodes):
+      calls.append((root_dir, num_episodes))
+
+    run_context.register_end_of_run(hook)
+    run_context.register_end_of_run(hook)
+    self.addCleanup(run_context._END_OF_RUN_HOOKS.remove, hook)  # pylint: disable=protected-access
+    run_context.end_of_run('/some/run', 7)
+    self.assertEqual(calls, [('/some/run', 7)])
+
+  def test_the_bsuite_loader_registers_its_csv_writer(self):
+    self.assertIn(bsuite_journal.end_of_run,
+                  run_context._END_OF_RUN_HOOKS)  # pylint: disable=protected-access
+    root_dir = os.path.join(self.get_temp_dir(), 'end_of_run')
+    journal = bsuite_journal.journal(root_dir, 'bsuite/deep_sea/0', seed=0)
+    journal.record(10, 0.0, {'total_bad_episodes': 1})
+    journal.close()
+    run_context.end_of_run(root_dir, None)
+    frame = pd.read_csv(bsuite_journal.csv_path(root_dir, 'deep_sea/0'))
+    self.assertEqual(list(frame.episode), [1])
+    self.assertEqual(list(frame.total_bad_episodes), [1])
+
+
 class RunTest(_TestCase):
 
   def test_on_policy_run_stops_at_its_episode_budget(self):
@@ -312,7 +340,7 @@ class RunTest(_TestCase):
     # 2 envs x 10 steps per iteration: one episode per env per iteration,
     # so the run stops after the 4th iteration (8 episodes >= 7).
     self.assertEqual(_episodes_in_journals(root_dir), 8)
-    frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
+    frame = pd.read_csv(bsuite_journal.csv_path(root_dir, 'deep_sea/0'))
     self.assertEqual(frame.episode.max(), 7)
 
   def test_run_without_num_episodes_stops_at_bsuites_budget(self):
@@ -334,7 +362,7 @@ class RunTest(_TestCase):
     # 2 envs of 10-step episodes, each ending its 3rd in the 4th iteration
     # (a reset step after each episode): 6 episodes end the run.
     self.assertEqual(_episodes_in_journals(root_dir), 6)
-    frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
+    frame = pd.read_csv(bsuite_journal.csv_path(root_dir, 'deep_sea/0'))
     self.assertEqual(frame.episode.max(), 6)
     progress = [line for line in lines if line.startswith('episodes ')]
     self.assertTrue(progress, lines)
@@ -357,7 +385,7 @@ class RunTest(_TestCase):
     result = r2d2.train_eval(root_dir=root_dir)
     journaled = _episodes_in_journals(root_dir)
     self.assertGreaterEqual(journaled, 30)
-    frame = pd.read_csv(bsuite_env.csv_path(root_dir, 'deep_sea/0'))
+    frame = pd.read_csv(bsuite_journal.csv_path(root_dir, 'deep_sea/0'))
     self.assertEqual(frame.episode.max(), 30)
     # The final evaluation's 4 episodes are in no journal: every journaled
     # episode is an actor's (4 envs, so at most 4 under way when stopped,
@@ -388,7 +416,7 @@ class RunTest(_TestCase):
     # R2D2's progress line counts episodes too.
     self.assertRegex(result.stderr,
                      r'\d\d:\d\d:\d\d episodes \d+/40 \(\d+%\) \| env steps ')
-    frame = pd.read_csv(bsuite_env.csv_path(
+    frame = pd.read_csv(bsuite_journal.csv_path(
         os.path.join(folder, 'runs', 'mine'), 'memory_len/0'))
     self.assertEqual(frame.episode.max(), 40)
 

@@ -296,6 +296,17 @@ class GinFilesTest(parameterized.TestCase):
     self.assertEqual(gin.query_parameter('%SHIPPED'), 3)
     self.assertEqual(gin.query_parameter('%MINE'), 4)
 
+  def test_an_unimported_configurable_names_the_import_to_add(self):
+    temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
+    self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
+    path = os.path.join(temp_dir, 'mine.gin')
+    with open(path, 'w') as f:
+      f.write('import tfa_explore.experiments.runner\n'
+              'run_experiment.experiment = @not_imported.train_eval\n')
+    with self.assertRaisesRegex(runner.ConfigError,
+                                '(?s)not_imported.train_eval.*imports the module'):
+      runner.parse_gin([path], [])
+
   def test_checkout_is_a_shipped_root(self):
     self.assertEqual(runner.checkout_gin_root(), REPO_ROOT)
     self.assertEqual(runner.shipped_gin_roots()[0], REPO_ROOT)

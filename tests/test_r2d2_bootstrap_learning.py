@@ -22,7 +22,7 @@ from absl.testing import absltest
 import gin
 import pytest
 
-from tfa_explore.environments import bsuite as bsuite_env
+from tfa_explore.environments import bsuite_journal
 from tfa_explore.experiments import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +36,7 @@ def _good_episodes(gin_file):
     runner.run(root_dir, [os.path.join(REPO_ROOT, gin_file)], [
         "BSUITE_ID = 'bsuite/deep_sea/0'", f'NUM_EPISODES = {EPISODES}',
         'r2d2.Settings.checkpoint_interval = 1000000000'])
-    episodes = bsuite_env.read_journals(root_dir)['deep_sea/0']
+    episodes = bsuite_journal.read_journals(root_dir)['deep_sea/0']
     return sum(1 for episode in episodes[:EPISODES]
                if episode['return'] > 0.5)
   finally:

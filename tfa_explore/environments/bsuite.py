@@ -7,49 +7,33 @@ every other loader, for all three agent families. The bsuite env (a
 dm_env) is adapted to gymnasium by `BsuiteGymEnv`; dm_env's LAST with
 discount 0 is a termination, with a discount above 0 a truncation.
 
-bsuite's own logs. One run is one bsuite experiment, whatever its number
-of envs and actors: each training env appends its ended episodes (length,
-return, what `bsuite_info()` added) to a journal file under
-`<run dir>/bsuite/episodes/`, and `write_csv` merges the journals in the
-order the episodes ended into the CSV file bsuite's CSV logger would write
-(`<run dir>/bsuite/bsuite_id_-_<id>.csv`, rows at bsuite's logarithmic
-episode counts and at the last episode), which bsuite's analysis reads
-unchanged. Episodes past bsuite's budget (`bsuite_num_episodes`) are left
-out. Journals are append-only, one line per episode, so a killed or
-resumed run keeps what it logged. Evaluation envs (built inside
-`run_context.evaluation()`) keep no journal: bsuite scores the episodes
-the agent learns from. The run directory comes from
-`run_context.run_dir()`; without one (an env built outside a run) nothing
-is logged.
+bsuite's own logs: each training env of a run (not an evaluation env,
+built inside `run_context.evaluation()`: bsuite scores the episodes the
+agent learns from) journals its ended episodes under the run directory
+(`run_context.run_dir()`; without one nothing is logged), and importing
+this module registers the journals' end-of-run hook, which writes bsuite's
+CSV files (`bsuite_journal`).
 
 Needs the `[bsuite]` extra (`pip install 'tfa_explore[bsuite]'`).
 """
 
 import difflib
-import glob
 import inspect
-import itertools
-import json
-import os
-import time
-from typing import Any, Dict, List, Optional
+from typing import Optional
 
 import gin
 import gymnasium as gym
 import numpy as np
 
 from tfa_explore import errors
+from tfa_explore.environments import bsuite_journal
 from tfa_explore.environments import run_context
 from tfa_explore.environments import suite_gymnasium
-from tfa_explore.utils import files
 
-ID_PREFIX = 'bsuite/'
-LOG_DIR = 'bsuite'  # under the run directory
-JOURNAL_DIR = 'episodes'  # under LOG_DIR
-# `bsuite_info()` values that are not running totals (cartpole's best
-# episode); all others are summed over envs.
-_MAX_KEYS = frozenset(['best_episode'])
-_JOURNALS = itertools.count()
+ID_PREFIX = bsuite_journal.ID_PREFIX
+
+# Every loop writes bsuite's CSV files at a run's end.
+run_context.register_end_of_run(bsuite_journal.end_of_run)
 
 
 class UnknownBsuiteIdError(suite_gymnasium.UnknownEnvironmentError):
@@ -157,32 +141,6 @@ def _space(spec, flatten: bool = False) -> gym.Space:
   return gym.spaces.Box(-np.inf, np.inf, shape=shape, dtype=spec.dtype)
 
 
-class EpisodeJournal:
-  """One JSON line per ended episode, appended and flushed at once.
-
-  A kill tears at most the line being written; `write_csv` skips it.
-  """
-
-  def __init__(self, path: str):
-    self.path = path
-    self._file = None
-
-  def record(self, length: int, episode_return: float,
-             info: Dict[str, float]) -> None:
-    if self._file is None:
-      os.makedirs(os.path.dirname(self.path), exist_ok=True)
-      self._file = open(self.path, 'a')  # pylint: disable=consider-using-with
-    self._file.write(json.dumps({
-        'time': time.time(), 'length': length, 'return': episode_return,
-        'info': info}) + '\n')
-    self._file.flush()
-
-  def close(self) -> None:
-    if self._file is not None:
-      self._file.close()
-      self._file = None
-
-
 class BsuiteGymEnv(gym.Env):
   """A bsuite env as a gymnasium env; journals its episodes if given one.
 
@@ -192,14 +150,14 @@ class BsuiteGymEnv(gym.Env):
 
   metadata = {'render_modes': []}
 
-  def __init__(self, env, journal: Optional[EpisodeJournal] = None):
+  def __init__(self, env,
+               journal: Optional[bsuite_journal.EpisodeJournal] = None):
     self._env = env
     self._journal = journal
     self.observation_space = _space(env.observation_spec(), flatten=True)
     self.action_space = _space(env.action_spec())
     self._length = 0
     self._return = 0.0
-    self._info = {}
 
   @property
   def bsuite_env(self):
@@ -223,18 +181,9 @@ class BsuiteGymEnv(gym.Env):
       terminated = not step.discount
       truncated = not terminated
       if self._journal is not None:
-        self._journal.record(self._length, self._return, self._info_added())
+        self._journal.record(self._length, self._return,
+                             self._env.bsuite_info())
     return np.ravel(step.observation), reward, terminated, truncated, {}
-
-  def _info_added(self) -> Dict[str, float]:
-    """What this episode added to the env's running `bsuite_info()`."""
-    info = {key: float(value)
-            for key, value in self._env.bsuite_info().items()}
-    added = {key: value if key in _MAX_KEYS
-             else value - self._info.get(key, 0.0)
-             for key, value in info.items()}
-    self._info = info
-    return added
 
   def close(self):
     if self._journal is not None:
@@ -269,103 +218,10 @@ def load(bsuite_id: str = gin.REQUIRED,
   journal = None
   root_dir = run_context.run_dir()
   if record and root_dir and not run_context.in_evaluation():
-    journal = EpisodeJournal(os.path.join(
-        root_dir, LOG_DIR, JOURNAL_DIR,
-        f'{_safe(name)}.{os.getpid()}.{seed}.{next(_JOURNALS)}.jsonl'))
+    journal = bsuite_journal.journal(root_dir, name, seed)
   env = BsuiteGymEnv(raw_env(name, seed), journal)
   # The episode budget tells the loops where bsuite's log ends, so a run
   # without its own `num_episodes` stops there.
   return suite_gymnasium.GymnasiumWrapper(
       env, seed=seed, discount=discount, env_id=ID_PREFIX + name,
       episode_budget=int(env.bsuite_env.bsuite_num_episodes))
-
-
-def _safe(name: str) -> str:
-  from bsuite.logging import csv_logging  # pylint: disable=g-import-not-at-top
-  return name.replace('/', csv_logging.SAFE_SEPARATOR)
-
-
-def csv_path(root_dir: str, bsuite_id: str) -> str:
-  """Where `write_csv` puts the CSV log of `bsuite_id` (bsuite's name)."""
-  from bsuite.logging import csv_logging  # pylint: disable=g-import-not-at-top
-  return os.path.join(
-      root_dir, LOG_DIR,
-      f'{csv_logging.BSUITE_PREFIX}{_safe(canonical_id(bsuite_id))}.csv')
-
-
-def read_journals(root_dir: str) -> Dict[str, List[Dict[str, Any]]]:
-  """{bsuite id: its episodes in the order they ended} of a run."""
-  _, sweep = _import_bsuite()
-  safe_ids = {_safe(name): name for name in sweep.SWEEP}
-  episodes = {}
-  for path in glob.glob(os.path.join(root_dir, LOG_DIR, JOURNAL_DIR,
-                                     '*.jsonl')):
-    name = safe_ids.get(os.path.basename(path).split('.')[0])
-    if name is None:
-      continue
-    with open(path) as f:
-      for line in f:
-        try:
-          episodes.setdefault(name, []).append(json.loads(line))
-        except json.JSONDecodeError:
-          pass  # the line a kill tore
-  for records in episodes.values():
-    records.sort(key=lambda record: record['time'])
-  return episodes
-
-
-def csv_rows(episodes: List[Dict[str, Any]],
-             budget: int) -> List[Dict[str, float]]:
-  """bsuite's logging rows for the first `budget` episodes.
-
-  The columns of bsuite's `Logging` wrapper (steps, episode, total_return,
-  episode_len, episode_return, then `bsuite_info()`'s), at its
-  logarithmic episode counts and at the last episode.
-  """
-  from bsuite.utils import wrappers  # pylint: disable=g-import-not-at-top
-  episodes = episodes[:budget]
-  rows = []
-  steps, total_return, info = 0, 0.0, {}
-  for number, episode in enumerate(episodes, start=1):
-    steps += int(episode['length'])
-    total_return += float(episode['return'])
-    for key, value in episode['info'].items():
-      info[key] = (max(info.get(key, value), value) if key in _MAX_KEYS
-                   else info.get(key, 0.0) + value)
-    # pylint: disable-next=protected-access
-    if wrappers._logarithmic_logging(number) or number == len(episodes):
-      rows.append(dict(steps=steps, episode=number, total_return=total_return,
-                       episode_len=int(episode['length']),
-                       episode_return=float(episode['return']), **info))
-  return rows
-
-
-def write_csv(root_dir: str,
-              max_episodes: Optional[int] = None) -> List[str]:
-  """Writes bsuite's CSV log of each bsuite id journaled under root_dir.
-
-  Idempotent (rewritten from the journals, atomically); called at the end
-  of every run and by benchmarks/bsuite_sweep.py.
-
-  Args:
-    root_dir: the run directory.
-    max_episodes: a smaller budget than bsuite's (the run's own
-      `num_episodes`): the episodes its envs ended after it are left out,
-      as bsuite's reference agents stop at theirs.
-
-  Returns:
-    The CSV paths written (none for a run on other envs).
-  """
-  if not os.path.isdir(os.path.join(root_dir, LOG_DIR, JOURNAL_DIR)):
-    return []
-  import pandas as pd  # pylint: disable=g-import-not-at-top
-  written = []
-  for name, episodes in sorted(read_journals(root_dir).items()):
-    budget = episode_budget(name)
-    if max_episodes is not None:
-      budget = min(budget, max_episodes)
-    rows = csv_rows(episodes, budget)
-    path = csv_path(root_dir, name)
-    files.atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
-    written.append(path)
-  return written

@@ -31,6 +31,7 @@ from tf_agents.utils import common
 from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
+from tfa_explore.environments import run_context
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
@@ -201,7 +202,7 @@ def train_eval(
 
   _close(collect_py_env)
   # After the collect envs closed: their journals are complete.
-  run_kit.write_env_logs(run.root_dir, num_episodes)
+  run_context.end_of_run(run.root_dir, num_episodes)
   if stop.requested:
     # What the run did is kept; no final evaluation (the run did not end).
     if not checkpointer.saved_at(int(env_steps)):

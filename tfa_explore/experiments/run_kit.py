@@ -55,7 +55,6 @@ import tensorflow as tf
 from tf_agents.policies import policy_saver
 
 from tfa_explore import errors
-from tfa_explore.environments import bsuite as bsuite_env
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_lock
@@ -568,11 +567,3 @@ def finish(evaluator: evaluation.Evaluator,
   evaluator.close()
   run.release()
   return last_eval
-
-
-def write_env_logs(root_dir: str, num_episodes: Optional[int]) -> None:
-  """Logs the envs keep in their own format: bsuite's CSV
-  (`environments.bsuite.write_csv`, up to the run's episode budget;
-  nothing for other envs)."""
-  for path in bsuite_env.write_csv(root_dir, num_episodes):
-    logging.info('bsuite log: %s', path)

@@ -24,16 +24,6 @@ from absl import flags
 from absl import logging
 import gin
 
-# Registers the configurables gin files may name. Gin files also import
-# what they use, so each one parses on its own.
-# pylint: disable=unused-import
-from tfa_explore.environments import exploration
-from tfa_explore.environments import suite_gymnasium
-from tfa_explore.experiments import on_policy
-from tfa_explore.experiments import ppo
-from tfa_explore.experiments import rnd_ppo
-# pylint: enable=unused-import
-
 from tfa_explore import errors
 from tfa_explore.experiments import console
 from tfa_explore.experiments import stop_signals
@@ -156,9 +146,15 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
   except Exception as e:  # pylint: disable=broad-except
     # Gin raises ValueError / KeyError / SyntaxError / ImportError with the
     # file, line and binding appended to the message.
+    hint = ''
+    if 'No configurable matching' in str(e):
+      # The binaries register no configurables themselves.
+      hint = (' A gin file imports the module of each configurable it '
+              'names, e.g. `import tfa_explore.experiments.on_policy`; '
+              'the shipped files under gin/ list theirs at the top.')
     raise ConfigError(
         f'Invalid gin configuration (files {gin_files}, bindings '
-        f'{gin_bindings}): {e}') from e
+        f'{gin_bindings}): {e}{hint}') from e
   check_bound_values()
 
 

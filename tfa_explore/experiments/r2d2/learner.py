@@ -36,6 +36,7 @@ import reverb
 import tensorflow as tf
 from tf_agents.utils import common
 
+from tfa_explore.environments import run_context
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.experiments import stop_signals
@@ -288,7 +289,7 @@ class Learner:
     self.run_dir.flush()
     self._release_actors()
     # After the actors stopped: their last episodes are in the journals.
-    run_kit.write_env_logs(self.run_dir.root_dir, self._num_episodes)
+    run_context.end_of_run(self.run_dir.root_dir, self._num_episodes)
     logging.info('Learner finished at env step %s, train step %s.',
                  f'{int(self.env_steps):,}', f'{int(self.train_step):,}')
     return final
@@ -307,7 +308,7 @@ class Learner:
     # still up, not in the interpreter's clean-up at exit.
     self._iterator = None
     self.run_dir.flush()
-    run_kit.write_env_logs(self.run_dir.root_dir, self._num_episodes)
+    run_context.end_of_run(self.run_dir.root_dir, self._num_episodes)
     self.run_dir.release()
     raise stop_signals.RunStopped(signum, env_steps)
 
