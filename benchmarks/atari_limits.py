@@ -153,6 +153,7 @@ def main():
   args = parser.parse_args()
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
   batched.enable_multiprocessing()
+  print(f'CPU: {common.cpu_description()}', flush=True)
   print(f'load average before: {os.getloadavg()}; {os.cpu_count()} CPUs\n',
         flush=True)
 

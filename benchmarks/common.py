@@ -14,6 +14,40 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_EVAL = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
+# The vector extensions TensorFlow's kernels (oneDNN, XLA, Eigen) may use,
+# as /proc/cpuinfo names them, in the order printed.
+VECTOR_EXTENSIONS = ('sse4_2', 'avx', 'avx2', 'fma', 'avx_vnni', 'avx512f',
+                     'avx512bw', 'avx512vl', 'avx512_vnni', 'avx512_bf16',
+                     'amx_tile', 'amx_bf16', 'amx_int8')
+# Environment variables that cap or change what TensorFlow's CPU kernels
+# use, printed when set: a figure measured under one is not this CPU's.
+ISA_VARIABLES = ('ONEDNN_MAX_CPU_ISA', 'TF_ENABLE_ONEDNN_OPTS', 'XLA_FLAGS',
+                 'OMP_NUM_THREADS')
+
+
+def cpu_description(cpuinfo_path='/proc/cpuinfo'):
+  """'<model> (<n> CPUs; <vector extensions>)' of this machine, and any
+  variable of ISA_VARIABLES that is set. Every speed figure names it."""
+  model, flags = 'CPU model unknown', set()
+  try:
+    with open(cpuinfo_path) as f:
+      for line in f:
+        key, _, value = line.partition(':')
+        key = key.strip()
+        if key == 'model name' and model == 'CPU model unknown':
+          model = value.strip()
+        elif key in ('flags', 'Features') and not flags:
+          flags = set(value.split())
+  except OSError:
+    pass
+  extensions = [name for name in VECTOR_EXTENSIONS if name in flags]
+  text = (f'{model} ({os.cpu_count()} CPUs; vector extensions: '
+          f'{" ".join(extensions) or "not read"})')
+  settings = [f'{name}={os.environ[name]}' for name in ISA_VARIABLES
+              if name in os.environ]
+  if settings:
+    text += f'; set: {" ".join(settings)}'
+  return text
 
 
 def tree_cpu_seconds(pid=None):

@@ -106,6 +106,7 @@ def main(argv):
   del argv
   output_dir = os.path.abspath(_OUTPUT_DIR.value)
   os.makedirs(output_dir, exist_ok=True)
+  print(f'CPU: {common.cpu_description()}', flush=True)
   rows = []
   for variant in _VARIANTS.value:
     for seed in _SEEDS.value:

@@ -280,6 +280,7 @@ def measure_processes():
 
 def main(argv):
   del argv
+  print(f'CPU: {common.cpu_description()}', flush=True)
   print(f'load average before: {os.getloadavg()}', flush=True)
   if 'learner' in _MEASURE.value:
     measure_learner()

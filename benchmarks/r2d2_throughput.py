@@ -92,6 +92,7 @@ def measure(command, log_path, environment=None):
 
 def main(argv):
   del argv
+  print(f'CPU: {common.cpu_description()}', flush=True)
   print(f'load average before: {os.getloadavg()}', flush=True)
   workdir = tempfile.mkdtemp(prefix='r2d2_throughput_')
   results = {}

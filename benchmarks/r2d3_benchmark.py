@@ -245,6 +245,7 @@ def main(argv):
                          f'{sorted(VARIANTS)}.')
   output_dir = os.path.abspath(_OUTPUT_DIR.value)
   os.makedirs(output_dir, exist_ok=True)
+  print(f'CPU: {common.cpu_description()}', flush=True)
   demo_path = demo_file(output_dir)
   rows = []
   for variant in _VARIANTS.value:

@@ -238,6 +238,7 @@ def main():
   output_dir = os.path.abspath(args.output_dir)
 
   if not args.report_only:
+    print(f'CPU: {common.cpu_description()}', flush=True)
     # RND-PPO and its twin of the same task and seed are adjacent, so with
     # two jobs they run side by side.
     jobs = [(task, agent, seed) for task in tasks for seed in seeds

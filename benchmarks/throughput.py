@@ -652,6 +652,7 @@ def main():
     child_components(args.repeats)
     return
 
+  print(f'CPU: {common.cpu_description()}', flush=True)
   print(f'load average before: {os.getloadavg()}; {os.cpu_count()} CPUs',
         flush=True)
   measures = args.measure.split(',')
