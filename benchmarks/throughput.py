@@ -57,7 +57,9 @@ seconds are printed too, with the load average before and after.
   subprocess per env, interleaved: agent steps per CPU-second of the
   whole process tree and per second from its progress line at or past
   3,000 agent steps to the one at or past 15,000 (`common.window`). The
-  binary's own figure beside the steady loop's.
+  binary's own figure beside the steady loop's. `--window_env=NAME=VALUE`
+  adds the shipped file run with that variable set, e.g.
+  `ONEDNN_MAX_CPU_ISA=AVX2` (oneDNN's kernels as on an AVX2-only CPU).
 
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
@@ -393,9 +395,13 @@ def report_cleanrl(args):
 def report_window(args):
   """RND-PPO's train_eval.py on Montezuma over a steady window, with the
   file's envs and with one subprocess per env, interleaved."""
-  layouts = {'as shipped': (),
+  layouts = {'as shipped': ((), None),
              'one subprocess per env':
-                 ('on_policy.train_eval.parallel_envs = True',)}
+                 (('on_policy.train_eval.parallel_envs = True',), None)}
+  for setting in args.window_env:
+    # e.g. ONEDNN_MAX_CPU_ISA=AVX2: this CPU's kernels capped to another's.
+    name, _, value = setting.partition('=')
+    layouts[f'as shipped, {setting}'] = ((), dict(os.environ, **{name: value}))
   bindings = SHORT_WARM_UP + (
       'NUM_ENV_STEPS = 20000', 'on_policy.train_eval.log_interval = 1024',
       'on_policy.train_eval.eval_interval = 100000000',
@@ -403,11 +409,13 @@ def report_window(args):
   results = {label: [] for label in layouts}
   with tempfile.TemporaryDirectory() as work_dir:
     for repeat in range(args.repeats):
-      for label, layout in layouts.items():
-        run = os.path.join(work_dir, f'{len(results[label])}_{label[:3]}')
+      for index, (label, (layout, environment)) in enumerate(
+          layouts.items()):
+        run = os.path.join(work_dir, f'{len(results[label])}_{index}')
         per_cpu, per_second, _, _ = common.window(
             common.train_eval_command(run, MONTEZUMA_GIN, bindings + layout),
-            run + '.log', 3_000, 15_000, args.startup_timeout + 600)
+            run + '.log', 3_000, 15_000, args.startup_timeout + 600,
+            environment=environment)
         results[label].append(dict(steps_per_tree_cpu_second=per_cpu,
                                    steps_per_second=per_second))
         print(f'  [window {repeat + 1}/{args.repeats}] {label}: '
@@ -415,7 +423,7 @@ def report_window(args):
               f'{per_second:,.0f} per s', flush=True)
   print(f'\nRND-PPO, train_eval.py on {MONTEZUMA_GIN}, agent steps 3,000 to '
         f'15,000 (median of {args.repeats})')
-  print('| envs | agent steps / CPU-s of the process tree | agent steps / s |')
+  print('| layout | agent steps / CPU-s of the process tree | agent steps / s |')
   print('|---|---|---|')
   for label, runs in results.items():
     print(f'| {label} | {_fmt(_median(runs, "steps_per_tree_cpu_second"))} '
@@ -632,6 +640,11 @@ def main():
   parser.add_argument('--cleanrl_python',
                       help='cleanrl: the Python of an environment with '
                       'PyTorch, gymnasium, ale-py, opencv and tyro.')
+  parser.add_argument('--window_env', action='append', default=[],
+                      help='window: also run the shipped file with this '
+                      'NAME=VALUE in its environment, interleaved (e.g. '
+                      'ONEDNN_MAX_CPU_ISA=AVX2 runs oneDNN as on an '
+                      'AVX2-only CPU); repeatable.')
   parser.add_argument('--baseline_tree',
                       help='steady, rnd: also run our loops from this '
                       'checkout (e.g. `git worktree add ../before <commit>`), '
