@@ -130,30 +130,32 @@ def _package_of(path):
   return directory.replace(os.sep, '.')
 
 
-class ImportLayersTest(parameterized.TestCase):
-
-  def test_intrinsic_imports_no_agent_family(self):
-    paths = sorted(glob.glob(os.path.join(INTRINSIC_DIR, '**', '*.py'),
+def imports_under(directories, forbidden):
+  """(file, module) of every import under `directories` that `forbidden`
+  names; raises if a directory holds no module."""
+  offending = []
+  for directory in directories:
+    paths = sorted(glob.glob(os.path.join(directory, '**', '*.py'),
                              recursive=True))
-    self.assertNotEmpty(paths)
-    offending = []
+    if not paths:
+      raise FileNotFoundError(f'No modules under {directory}.')
     for path in paths:
       with open(path) as f:
         names = imported_modules(f.read(), _package_of(path))
       offending.extend((os.path.relpath(path, REPO_ROOT), name)
-                       for name in names if is_agent_family(name))
-    self.assertEmpty(offending)
+                       for name in names if forbidden(name))
+  return offending
+
+
+class ImportLayersTest(parameterized.TestCase):
+
+  def test_intrinsic_imports_no_agent_family(self):
+    self.assertEmpty(imports_under([INTRINSIC_DIR], is_agent_family))
 
   def test_agents_and_loops_import_no_env_suite(self):
-    offending = []
-    for directory in GENERIC_DIRS:
-      for path in sorted(glob.glob(os.path.join(REPO_ROOT, directory, '**',
-                                                '*.py'), recursive=True)):
-        with open(path) as f:
-          names = imported_modules(f.read(), _package_of(path))
-        offending.extend((os.path.relpath(path, REPO_ROOT), name)
-                         for name in names if is_suite(name))
-    self.assertEmpty(offending)
+    self.assertEmpty(imports_under(
+        [os.path.join(REPO_ROOT, directory) for directory in GENERIC_DIRS],
+        is_suite))
 
   def test_the_suite_check_sees_a_suite_import(self):
     names = imported_modules(
