@@ -44,6 +44,17 @@ class StartServerTest(parameterized.TestCase):
     server.stop()
     return path
 
+  @parameterized.parameters(False, True)
+  def test_it_says_once_where_it_listens(self, with_checkpoints):
+    with self.assertLogs('absl', level='INFO') as logs:
+      server, _ = tables.start_server(
+          _queue, None, self._dir() if with_checkpoints else None)
+    self.addCleanup(server.stop)
+    lines = [line for line in logs.output if 'Replay server listening' in line]
+    self.assertLen(lines, 1)
+    self.assertIn(f'port {server.port} of every network interface, without '
+                  'authentication', lines[0])
+
   def test_restores_a_good_checkpoint(self):
     checkpoint_dir = self._dir()
     path = self._checkpoint_with(checkpoint_dir, 7)

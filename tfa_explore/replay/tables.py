@@ -144,7 +144,7 @@ def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
     or, after a fallback, under `<checkpoint_dir>_kept/`; None if none).
   """
   if checkpoint_dir is None:
-    return reverb.Server(make_tables(), port=port), None
+    return _announced(reverb.Server(make_tables(), port=port)), None
   damaged_dir = checkpoint_dir + DAMAGED_SUFFIX
   kept_dir = checkpoint_dir + KEPT_SUFFIX
   while True:
@@ -176,7 +176,18 @@ def start_server(make_tables: Callable[[], Sequence[reverb.Table]],
           aside, then)
       continue
     _start_keeper(checkpoint_dir)
-    return server, attempt
+    return _announced(server), attempt
+
+
+def _announced(server: reverb.Server) -> reverb.Server:
+  """Says once where the server listens: Reverb binds every interface and
+  has no authentication, and the stack offers no narrower bind."""
+  logging.info(
+      'Replay server listening on port %d of every network interface, '
+      'without authentication: whoever reaches the port can read and '
+      'write the replay and the weights actors run (docs/distributed.md, '
+      '"Who can reach the replay server").', server.port)
+  return server
 
 
 _KEEPERS: Dict[str, CheckpointKeeper] = {}
