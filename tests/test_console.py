@@ -20,6 +20,7 @@ from absl.testing import parameterized
 import pytest
 
 from tfa_explore.experiments import console
+from tfa_explore.testing import processes
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(REPO_ROOT, 'train', 'train_eval.py')
@@ -312,10 +313,7 @@ class BinaryConsoleTest(absltest.TestCase):
       lines.extend(process.stderr)
       process.wait(timeout=120)
     finally:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-      process.stderr.close()
+      processes.end(process)
     output = ''.join(lines)
     self.assertEqual(process.returncode, 130, output[-3000:])
     self.assert_our_lines_only(output)

@@ -31,6 +31,7 @@ from tf_agents.trajectories import time_step as ts
 
 from tfa_explore.experiments import ppo
 from tfa_explore.experiments import runner
+from tfa_explore.testing import processes
 from tfa_explore.utils import files
 import test_run_lock  # pylint: disable=g-bad-import-order
 
@@ -212,10 +213,7 @@ class TrainEvalTest(TestCase):
       process.send_signal(signal.SIGKILL)
       process.wait(timeout=30)
     finally:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-      process.stderr.close()
+      processes.end(process)
     self.assertEqual(process.returncode, -signal.SIGKILL)
 
     checkpoint = tf.train.latest_checkpoint(
@@ -268,10 +266,7 @@ class StopSignalTest(TestCase, parameterized.TestCase):
       lines.extend(process.stderr)
       process.wait(timeout=stop_seconds)
     finally:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-      process.stderr.close()
+      processes.end(process)
     return process.returncode, ''.join(lines)
 
   @parameterized.named_parameters(('sigterm', signal.SIGTERM),
@@ -371,10 +366,7 @@ class StopSignalTest(TestCase, parameterized.TestCase):
       process.wait(timeout=5)
       lines.extend(process.stderr)
     finally:
-      if process.poll() is None:
-        process.kill()
-        process.wait()
-      process.stderr.close()
+      processes.end(process)
     stderr = ''.join(lines)
     self.assertEqual(process.returncode, -signal.SIGINT, stderr[-3000:])
     self.assertNotIn('Traceback', stderr)
