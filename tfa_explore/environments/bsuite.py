@@ -58,8 +58,7 @@ def canonical_id(bsuite_id: str) -> str:
     UnknownBsuiteIdError: not in bsuite's sweep (with close matches).
   """
   _, sweep = _import_bsuite()
-  name = bsuite_id[len(ID_PREFIX):] if bsuite_id.startswith(
-      ID_PREFIX) else bsuite_id
+  name = bsuite_journal.short_id(bsuite_id)
   if name in sweep.SWEEP:
     return name
   matches = difflib.get_close_matches(name, list(sweep.SWEEP), n=3,

@@ -80,8 +80,8 @@ def _safe(name: str) -> str:
   return name.replace('/', csv_logging.SAFE_SEPARATOR)
 
 
-def _name(bsuite_id: str) -> str:
-  """'bsuite/deep_sea/3' or 'deep_sea/3' -> 'deep_sea/3'."""
+def short_id(bsuite_id: str) -> str:
+  """'bsuite/deep_sea/3' or 'deep_sea/3' -> 'deep_sea/3' (unchecked)."""
   return bsuite_id[len(ID_PREFIX):] if bsuite_id.startswith(
       ID_PREFIX) else bsuite_id
 
@@ -95,7 +95,7 @@ def journal(root_dir: str, bsuite_id: str,
   """
   return EpisodeJournal(os.path.join(
       root_dir, LOG_DIR, JOURNAL_DIR,
-      f'{_safe(_name(bsuite_id))}.{os.getpid()}.{seed}.{next(_JOURNALS)}'
+      f'{_safe(short_id(bsuite_id))}.{os.getpid()}.{seed}.{next(_JOURNALS)}'
       '.jsonl'))
 
 
@@ -104,7 +104,7 @@ def csv_path(root_dir: str, bsuite_id: str) -> str:
   from bsuite.logging import csv_logging  # pylint: disable=g-import-not-at-top
   return os.path.join(
       root_dir, LOG_DIR,
-      f'{csv_logging.BSUITE_PREFIX}{_safe(_name(bsuite_id))}.csv')
+      f'{csv_logging.BSUITE_PREFIX}{_safe(short_id(bsuite_id))}.csv')
 
 
 def read_journals(root_dir: str) -> Dict[str, List[Dict[str, Any]]]:
