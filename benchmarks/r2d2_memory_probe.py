@@ -36,7 +36,6 @@ import tensorflow as tf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import r2d2_rollouts  # pylint: disable=g-import-not-at-top,wrong-import-position
-from tfa_explore.agents.r2d2 import inputs as r2d2_inputs  # pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 # --run_dir, --checkpoint and --episodes are r2d2_rollouts'.
@@ -60,16 +59,8 @@ def _episode(agent, env, epsilon, rng):
   state = network.get_initial_state(1)
   prev_action, states, actions, q_values = 0, [], [], None
   while not time_step.is_last():
-    info = {r2d2_inputs.PREV_ACTION: np.array([[prev_action]]),
-            r2d2_inputs.PREV_REWARD: np.array([[float(time_step.reward)]])}
-    observation = np.asarray(time_step.observation)[None, None]
-    inputs = tf.nest.map_structure(
-        lambda x, spec: tf.cast(x, spec.dtype),
-        r2d2_inputs.network_inputs(observation, info),
-        network.input_tensor_spec)
-    heads, state = network.q_heads(
-        inputs, step_type=tf.constant([[int(time_step.step_type)]]),
-        network_state=state)
+    heads, state = r2d2_rollouts.network_step(network, time_step,
+                                              prev_action, state)
     states.append([np.ravel(s.numpy()) for s in tf.nest.flatten(state)])
     q_values = heads[rdqn.EXTRINSIC].numpy()[0, 0]
     action = int(np.argmax(q_values))

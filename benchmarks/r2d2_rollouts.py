@@ -84,6 +84,22 @@ def restore_run(run_dir, checkpoint_name, with_optimizer=False):
   return agent, env
 
 
+def network_step(network, time_step, prev_action, state):
+  """(Q heads, next state) of the network on one env step, batch and time
+  of 1, with the previous action and reward as the agent's inputs."""
+  info = {r2d2_inputs.PREV_ACTION: np.array([[prev_action]]),
+          r2d2_inputs.PREV_REWARD: np.array([[float(time_step.reward)]])}
+  observation = tf.nest.map_structure(lambda x: np.asarray(x)[None, None],
+                                      time_step.observation)
+  inputs = tf.nest.map_structure(
+      lambda x, spec: tf.cast(x, spec.dtype),
+      r2d2_inputs.network_inputs(observation, info),
+      network.input_tensor_spec)
+  return network.q_heads(
+      inputs, step_type=tf.constant([[int(time_step.step_type)]]),
+      network_state=state)
+
+
 def _episode(agent, env, epsilon, rng, q_steps=()):
   """(return, actions, {step: Q}) of one episode."""
   network = agent.q_network
@@ -93,17 +109,7 @@ def _episode(agent, env, epsilon, rng, q_steps=()):
   state = network.get_initial_state(1)
   prev_action, episode_return, actions, q_at = 0, 0.0, [], {}
   while not time_step.is_last():
-    info = {r2d2_inputs.PREV_ACTION: np.array([[prev_action]]),
-            r2d2_inputs.PREV_REWARD: np.array([[float(time_step.reward)]])}
-    observation = tf.nest.map_structure(lambda x: np.asarray(x)[None, None],
-                                        time_step.observation)
-    inputs = tf.nest.map_structure(
-        lambda x, spec: tf.cast(x, spec.dtype),
-        r2d2_inputs.network_inputs(observation, info),
-        network.input_tensor_spec)
-    step_type = tf.constant([[int(time_step.step_type)]])
-    heads, state = network.q_heads(inputs, step_type=step_type,
-                                   network_state=state)
+    heads, state = network_step(network, time_step, prev_action, state)
     q_values = heads[rdqn.EXTRINSIC].numpy()[0, 0]
     intrinsic_q = (heads[rdqn.INTRINSIC].numpy()[0, 0]
                    if rdqn.INTRINSIC in heads else None)
