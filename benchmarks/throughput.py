@@ -73,7 +73,6 @@ so a change is measured before and after in one run.
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -81,6 +80,7 @@ import tempfile
 import time
 
 import common  # benchmarks/common.py, next to this script.
+import throughput_loops  # benchmarks/throughput_loops.py, next to this script.
 
 REPO_ROOT = common.REPO_ROOT
 CARTPOLE_GIN = 'gin/ppo/cartpole.gin'
@@ -100,156 +100,7 @@ SHORT_WARM_UP = ('warm_up_observation_normalizer.num_steps = 64',)
 SOLVED_RETURN = 475.0  # CartPole-v1's reward threshold (gymnasium)
 
 
-def _cpu_seconds():
-  usage = resource.getrusage(resource.RUSAGE_SELF)
-  return usage.ru_utime + usage.ru_stime
-
-
-# ------------------------------------------------------------ children ---
-
-
-def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
-                 tree=False):
-  """Runs in a fresh process; prints one JSON line of timings.
-
-  `tree`: also the CPU seconds of the process and its live children (env
-  subprocesses) over the timed iterations.
-  """
-  start_wall = time.monotonic()
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
-  from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
-  from tfa_explore.agents import RndPPOAgent  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
-  from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
-
-  runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], list(gin_bindings))
-
-  def setting(name):
-    return common.gin_value(f'on_policy.train_eval.{name}')
-
-  env_loader = setting('env_loader').scoped_configurable_fn
-  agent_fn = setting('agent_fn').scoped_configurable_fn
-  num_envs = setting('num_envs')
-  rollout_length = setting('rollout_length')
-  seed = setting('seed')
-  split = {'collect': 0.0, 'train': 0.0, 'preprocess (in train)': 0.0}
-  timing = False
-  # `ours` sizes TF's pools as on_policy.train_eval does with the gin
-  # file's tf_threads; the stock loop runs at its two settings, TF's own
-  # pools and one thread each (the peer is measured at the better one), and
-  # `ours_default_threads` with TF's own pools.
-  tf_threads = (setting('tf_threads') if loop == 'ours' else
-                1 if loop == 'stock_1_thread' else None)
-  if tf_threads is not None:
-    from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
-    run_kit.set_tf_threads(tf_threads)
-  loop = {'ours_default_threads': 'ours',
-          'stock_1_thread': 'stock'}.get(loop, loop)
-  tf.random.set_seed(seed)
-  train_step = tf.Variable(0, dtype=tf.int64)
-
-  if loop == 'ours':
-    # As on_policy.train_eval builds it: the gin file's parallel_envs says
-    # whether each env steps in a subprocess (the Atari files) or in-process.
-    parallel = setting('parallel_envs')
-    if parallel:
-      batched.enable_multiprocessing()
-    environment = batched.make_batched_env(env_loader, num_envs, seed,
-                                           parallel=parallel)
-    agent = agent_fn(
-        time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),
-        action_spec=tensor_spec.from_spec(environment.action_spec()),
-        train_step_counter=train_step)
-    try:
-      pre_training_fn = setting('pre_training_fn')
-    except ValueError:
-      pre_training_fn = None
-    if pre_training_fn is not None:
-      pre_training_fn.scoped_configurable_fn(agent=agent,
-                                             environment=environment)
-    collector = on_policy.RolloutCollector(environment, agent.collect_policy,
-                                           rollout_length)
-    train = tfa_common.function(agent.train, autograph=False)
-    # What `train` spends before its epochs (RND-PPO: intrinsic rewards,
-    # the return filter and both GAE streams), a diagnostic of the agent's
-    # own method.
-    preprocess = tfa_common.function(
-        agent._preprocess, autograph=False)  # pylint: disable=protected-access
-
-    def iteration():
-      cpu = _cpu_seconds()
-      experience = collector.collect()
-      split['collect'] += _cpu_seconds() - cpu
-      cpu = _cpu_seconds()
-      train(experience)
-      split['train'] += _cpu_seconds() - cpu
-      if timing and isinstance(agent, RndPPOAgent):
-        cpu = _cpu_seconds()
-        preprocess(experience)
-        split['preprocess (in train)'] += _cpu_seconds() - cpu
-  else:
-    from tf_agents.agents.ppo import ppo_clip_agent  # pylint: disable=g-import-not-at-top
-    from tf_agents.drivers import dynamic_step_driver  # pylint: disable=g-import-not-at-top
-    from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
-    from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
-    from tf_agents.replay_buffers import tf_uniform_replay_buffer  # pylint: disable=g-import-not-at-top
-    environment = tf_py_environment.TFPyEnvironment(
-        batched_py_environment.BatchedPyEnvironment(
-            [env_loader(seed=s) for s in batched.env_seeds(seed, num_envs)],
-            multithreading=False))
-    agent = agent_fn(time_step_spec=environment.time_step_spec(),
-                     action_spec=environment.action_spec(),
-                     train_step_counter=train_step,
-                     agent_class=ppo_clip_agent.PPOClipAgent)
-    replay_buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
-        agent.collect_data_spec, batch_size=num_envs,
-        max_length=rollout_length)
-    driver = dynamic_step_driver.DynamicStepDriver(
-        environment, agent.collect_policy, observers=[replay_buffer.add_batch],
-        num_steps=num_envs * rollout_length)
-    driver.run = tfa_common.function(driver.run, autograph=True)
-    train = tfa_common.function(agent.train, autograph=False)
-
-    def iteration():
-      cpu = _cpu_seconds()
-      driver.run()
-      split['collect'] += _cpu_seconds() - cpu
-      cpu = _cpu_seconds()
-      train(replay_buffer.gather_all())
-      replay_buffer.clear()
-      split['train'] += _cpu_seconds() - cpu
-
-  iteration()
-  first_train_seconds = time.monotonic() - start_wall
-  for _ in range(warmup - 1):
-    iteration()
-  cpu, wall = _cpu_seconds(), time.monotonic()
-  tree_cpu = common.tree_cpu_seconds() if tree else None
-  split = dict.fromkeys(split, 0.0)
-  for _ in range(iterations):
-    iteration()
-  cpu, wall = _cpu_seconds() - cpu, time.monotonic() - wall
-  if tree:
-    tree_cpu = common.tree_cpu_seconds() - tree_cpu
-  milliseconds = {name: 1000.0 * value / iterations
-                  for name, value in split.items()}
-  # The preprocessing share is timed after the timed loop (it repeats work
-  # `train` does), only for our agents.
-  if loop == 'ours':
-    timing = True
-    iteration()  # traces the preprocessing function
-    split['preprocess (in train)'] = 0.0
-    for _ in range(iterations):
-      iteration()
-    milliseconds['preprocess (in train)'] = (
-        1000.0 * split['preprocess (in train)'] / iterations)
-  print(json.dumps(dict(
-      env_steps=iterations * num_envs * rollout_length, cpu_seconds=cpu,
-      tree_cpu_seconds=tree_cpu, wall_seconds=wall,
-      first_train_seconds=first_train_seconds,
-      cpu_ms_per_iteration=milliseconds)), flush=True)
+# ------------------------------------------------------------ measures ---
 
 
 def _run_child(args, tree=None):
@@ -463,93 +314,6 @@ def measure_startup(timeout):
   return result
 
 
-def child_components(repeats):
-  """Per-step CPU costs of the collection pieces (one JSON line)."""
-  import gin  # pylint: disable=g-import-not-at-top
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
-  from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
-  from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
-  from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import evaluation  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
-
-  runner.parse_gin([os.path.join(REPO_ROOT, CARTPOLE_GIN)], [])
-  run_kit.set_tf_threads(
-      gin.query_parameter('on_policy.train_eval.tf_threads'))
-  env_loader = gin.query_parameter(
-      'on_policy.train_eval.env_loader').scoped_configurable_fn
-  agent_fn = gin.query_parameter(
-      'on_policy.train_eval.agent_fn').scoped_configurable_fn
-  num_envs, steps = 8, 2000
-  rng = np.random.default_rng(0)
-  actions = rng.integers(2, size=(steps, num_envs))
-
-  def envs():
-    return [env_loader(seed=s) for s in batched.env_seeds(0, num_envs)]
-
-  def per_step(function):
-    best = None
-    for _ in range(repeats):
-      cpu = _cpu_seconds()
-      function()
-      cost = (_cpu_seconds() - cpu) / steps * 1e6
-      best = cost if best is None else min(best, cost)
-    return best
-
-  results = {}
-  for name, environment in (
-      ('BatchedPyEnvironment step',
-       batched_py_environment.BatchedPyEnvironment(envs(),
-                                                   multithreading=False)),
-      ('GymnasiumBatch step', batched.GymnasiumBatch(envs()))):
-    environment.reset()
-    results[name] = per_step(
-        lambda env=environment: [env.step(a) for a in actions])
-  tf_actions = tf.constant(actions)
-  for name, py_environment in (
-      ('TFPyEnvironment(BatchedPyEnvironment) step in a tf.function loop',
-       batched_py_environment.BatchedPyEnvironment(envs(),
-                                                   multithreading=False)),
-      ('TFPyEnvironment(GymnasiumBatch) step in a tf.function loop',
-       batched.GymnasiumBatch(envs()))):
-    tf_env = tf_py_environment.TFPyEnvironment(py_environment)
-
-    @tf.function
-    def tf_loop(tf_env=tf_env):
-      for t in tf.range(steps):
-        tf_env.step(tf_actions[t])
-
-    tf_env.reset()
-    tf_loop()
-    results[name] = per_step(tf_loop)
-
-  environment = batched.GymnasiumBatch(envs())
-  agent = agent_fn(
-      time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),
-      action_spec=tensor_spec.from_spec(environment.action_spec()),
-      train_step_counter=tf.Variable(0, dtype=tf.int64))
-  time_step = environment.reset()
-  policy = agent.collect_policy
-  flat = [tf.constant(x) for x in tf.nest.flatten(time_step)]
-  trivial = tf.function(lambda *inputs: inputs[0] + 1).get_concrete_function(
-      *flat)
-  results['a trivial concrete function call (for scale)'] = per_step(
-      lambda: [trivial(*flat) for _ in range(steps)])
-  numpy_policy = evaluation.NumpyPolicy(policy, num_envs)
-  numpy_policy.action(time_step, ())
-  results['collect policy called from Python (NumpyPolicy)'] = per_step(
-      lambda: [numpy_policy.action(time_step, ()) for _ in range(steps)])
-  collector = on_policy.RolloutCollector(environment, policy, steps)
-  collector.collect()
-  results['collect policy + GymnasiumBatch step in one traced loop '
-          '(RolloutCollector)'] = per_step(collector.collect)
-  print(json.dumps(results), flush=True)
-
-
 # -------------------------------------------------------------- report ---
 
 
@@ -658,11 +422,12 @@ def main():
   args = parser.parse_args()
 
   if args.child == 'steady':
-    child_steady(args.loop, args.gin_file, args.warmup, args.iterations,
-                 args.gin_bindings, args.tree)
+    throughput_loops.child_steady(args.loop, args.gin_file, args.warmup,
+                                  args.iterations, args.gin_bindings,
+                                  args.tree)
     return
   if args.child == 'components':
-    child_components(args.repeats)
+    throughput_loops.child_components(CARTPOLE_GIN, args.repeats)
     return
 
   print(f'CPU: {common.cpu_description()}', flush=True)

@@ -1,10 +1,11 @@
 """benchmarks/bsuite_sweep.py: its flags, and a sweep end to end.
 
-The unit tests call the script's functions; the command-line tests run it
-as a user would. The end-to-end sweep runs our PPO (a tiny gin file) and
-bsuite's random reference agent on deep_sea/0 for 3 episodes each, scores
-them with bsuite's analysis, then runs the same command again, which must
-skip both.
+The unit tests call the functions of the script and of the modules it
+imports (bsuite_runs.py: the runs; bsuite_scores.py: their scoring); the
+command-line tests run it as a user would. The end-to-end sweep runs our
+PPO (a tiny gin file) and bsuite's random reference agent on deep_sea/0
+for 3 episodes each, scores them with bsuite's analysis, then runs the same
+command again, which must skip both.
 """
 
 import contextlib
@@ -78,6 +79,9 @@ def _load_script():
 
 
 sweep = _load_script()
+# The modules the script imports from next to it: the same objects.
+import bsuite_runs  # pylint: disable=g-import-not-at-top,wrong-import-position
+import bsuite_scores  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
 def run_sweep(*flags, timeout=240):
@@ -157,7 +161,7 @@ class FlagsTest(TestCase):
   def test_commands(self):
     ours, random = sweep.parse_agents(['ours=x.gin'], ['random'],
                                       check_files=False)
-    job = sweep.make_job(ours, 'deep_sea/3', '/w', 50, ['SEED=1'])
+    job = bsuite_runs.make_job(ours, 'deep_sea/3', '/w', 50, ['SEED=1'])
     self.assertEqual(job.run_dir, '/w/ours/deep_sea-3')
     self.assertIn('--root_dir=/w/ours/deep_sea-3', job.command)
     # The sweep's bindings after the user's: they win.
@@ -166,7 +170,7 @@ class FlagsTest(TestCase):
         ['--gin_bindings=SEED=1',
          "--gin_bindings=BSUITE_ID='bsuite/deep_sea/3'",
          '--gin_bindings=NUM_EPISODES=50'])
-    job = sweep.make_job(random, 'deep_sea/3', '/w', None, ['SEED=1'])
+    job = bsuite_runs.make_job(random, 'deep_sea/3', '/w', None, ['SEED=1'])
     self.assertEqual(job.command[1:3], ['-m', 'bsuite.baselines.random.run'])
     self.assertIn('--save_path=/w/random/deep_sea-3', job.command)
     self.assertIn('--overwrite=True', job.command)
@@ -208,8 +212,8 @@ class StopWhenSolvedTest(TestCase):
 
   def job(self, run_dir, command=()):
     ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
-    job = sweep.make_job(ours, 'deep_sea/0', '/w', None, [],
-                         stop_when_solved=True)
+    job = bsuite_runs.make_job(ours, 'deep_sea/0', '/w', None, [],
+                               stop_when_solved=True)
     job.run_dir = run_dir
     job.command = list(command)
     return job
@@ -220,14 +224,15 @@ class StopWhenSolvedTest(TestCase):
     # 200 bad episodes, then good ones: the share of bad ones falls below
     # 0.9 after episode 222; bsuite logs at 200 and 250, not in between.
     write_journal(run_dir, [False] * 200 + [True] * 30)
-    self.assertIsNone(sweep.solved_episode(job, None))
+    self.assertIsNone(bsuite_runs.solved_episode(job, None))
     write_journal(run_dir, [False] * 200 + [True] * 60)
-    self.assertEqual(sweep.solved_episode(job, None), 250)
+    self.assertEqual(bsuite_runs.solved_episode(job, None), 250)
     # Within a smaller budget only.
-    self.assertIsNone(sweep.solved_episode(job, 240))
+    self.assertIsNone(bsuite_runs.solved_episode(job, 240))
     write_journal(run_dir, [False] * 300)
-    self.assertIsNone(sweep.solved_episode(job, None))
-    self.assertIsNone(sweep.solved_episode(self.job(self.make_dir()), None))
+    self.assertIsNone(bsuite_runs.solved_episode(job, None))
+    self.assertIsNone(
+        bsuite_runs.solved_episode(self.job(self.make_dir()), None))
 
   def test_only_for_experiments_with_a_solved_criterion(self):
     sweep.check_stop_when_solved(['deep_sea/0', 'deep_sea_stochastic/3'])
@@ -236,20 +241,21 @@ class StopWhenSolvedTest(TestCase):
 
   def test_settings_name_it_only_when_on(self):
     ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
-    self.assertNotIn('stop_when_solved',
-                     sweep.make_job(ours, 'deep_sea/0', '/w', None, []).settings)
+    self.assertNotIn(
+        'stop_when_solved',
+        bsuite_runs.make_job(ours, 'deep_sea/0', '/w', None, []).settings)
     self.assertTrue(self.job('/w').settings['stop_when_solved'])
 
   def test_runner_stops_a_solved_run_and_marks_it_finished(self):
     run_dir = self.make_dir()
     job = self.job(run_dir, [sys.executable, '-c', FAKE_RUN, run_dir])
-    poll = sweep.SOLVED_POLL_SECONDS
-    sweep.SOLVED_POLL_SECONDS = 0.5
-    self.addCleanup(setattr, sweep, 'SOLVED_POLL_SECONDS', poll)
-    runner = sweep.Runner([job], 1)
+    poll = bsuite_runs.SOLVED_POLL_SECONDS
+    bsuite_runs.SOLVED_POLL_SECONDS = 0.5
+    self.addCleanup(setattr, bsuite_runs, 'SOLVED_POLL_SECONDS', poll)
+    runner = bsuite_runs.Runner([job], 1)
     runner.run()
     self.assertEqual(runner.failed, [])
-    done = sweep.read_done(run_dir)
+    done = bsuite_runs.read_done(run_dir)
     self.assertEqual(done['solved_at_episode'], 250)
     self.assertEqual(done['exit_code'], 143)
     self.assertLess(done['wall_seconds'], 30)
@@ -277,7 +283,7 @@ class ScoreReportTest(TestCase):
     # and stopped, deep_sea/2 asked and never run.
     for bsuite_id, done in (('deep_sea/0', True), ('deep_sea/1', False),
                             ('deep_sea_stochastic/0', True)):
-      run_dir = sweep.run_dir(self.work_dir, self.agents[0], bsuite_id)
+      run_dir = bsuite_runs.run_dir(self.work_dir, self.agents[0], bsuite_id)
       write_journal(run_dir, [False] * 150 + [True] * 150,
                     bsuite_id.replace('/', '-'))
       if done:
@@ -287,8 +293,9 @@ class ScoreReportTest(TestCase):
 
   def score(self, num_episodes):
     out_dir = os.path.join(self.root, f'out{num_episodes}')
-    markdown = sweep.score(self.agents, self.ids, self.work_dir, out_dir,
-                           num_episodes, 'python benchmarks/bsuite_sweep.py')
+    markdown = bsuite_scores.score(self.agents, self.ids, self.work_dir,
+                                   out_dir, num_episodes,
+                                   'python benchmarks/bsuite_sweep.py')
     with open(os.path.join(out_dir, 'scores.md')) as f:
       self.assertEqual(f.read(), markdown)
     return markdown, out_dir
@@ -321,7 +328,7 @@ class ScoreReportTest(TestCase):
                   "(10,000): a trial, not a bsuite result.", markdown)
 
   def test_a_plot_that_fails_is_named_with_its_reason(self):
-    experiment_plots = sweep.experiment_plots
+    experiment_plots = bsuite_scores.experiment_plots
 
     def with_a_broken_one(experiment):
       module, plots = experiment_plots(experiment)
@@ -329,7 +336,8 @@ class ScoreReportTest(TestCase):
       def broken(df, sweep_vars):
         raise RuntimeError('no data for this\nsecond line')
       return module, plots + [('broken', broken, False)]
-    with mock.patch.object(sweep, 'experiment_plots', with_a_broken_one):
+    with mock.patch.object(bsuite_scores, 'experiment_plots',
+                           with_a_broken_one):
       markdown, _ = self.score(10_000)
     self.assertIn('Plots not drawn: deep_sea_broken.png (RuntimeError: no '
                   'data for this); deep_sea_stochastic_broken.png '
@@ -352,7 +360,7 @@ class ScoreReportTest(TestCase):
 class RecordedCommandTest(TestCase):
 
   def test_paths_relative_to_where_it_ran(self):
-    command = sweep.recorded_command(
+    command = bsuite_scores.recorded_command(
         ['/home/me/tfa_explore/benchmarks/bsuite_sweep.py',
          '--agent=mine=/home/me/exp/mine.gin', '--reference=dqn',
          '--work_dir', '/home/me/exp/runs', '--out_dir=/home/me/exp/out',
@@ -363,8 +371,9 @@ class RecordedCommandTest(TestCase):
         '--agent=mine=mine.gin --reference=dqn --work_dir runs '
         '--out_dir=out --gin_bindings=SEED=1 --bsuite_ids=deep_sea/0-3')
     self.assertEqual(
-        sweep.recorded_command(['benchmarks/bsuite_sweep.py',
-                                '--agent=a=gin/ppo/x.gin'], cwd=REPO_ROOT),
+        bsuite_scores.recorded_command(['benchmarks/bsuite_sweep.py',
+                                        '--agent=a=gin/ppo/x.gin'],
+                                       cwd=REPO_ROOT),
         'python benchmarks/bsuite_sweep.py --agent=a=gin/ppo/x.gin')
 
 
@@ -386,15 +395,15 @@ class ProgressTest(TestCase):
   def test_a_line_per_interval_between_start_and_done(self):
     run_dir = self.make_dir()
     ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
-    job = sweep.make_job(ours, 'deep_sea/0', '/w', 500, [])
+    job = bsuite_runs.make_job(ours, 'deep_sea/0', '/w', 500, [])
     job.run_dir = run_dir
     job.command = [sys.executable, '-c', SLOW_RUN, run_dir]
-    interval = sweep.PROGRESS_SECONDS
-    sweep.PROGRESS_SECONDS = 0.5
-    self.addCleanup(setattr, sweep, 'PROGRESS_SECONDS', interval)
+    interval = bsuite_runs.PROGRESS_SECONDS
+    bsuite_runs.PROGRESS_SECONDS = 0.5
+    self.addCleanup(setattr, bsuite_runs, 'PROGRESS_SECONDS', interval)
     output = io.StringIO()
     with contextlib.redirect_stdout(output):
-      sweep.Runner([job], 1, num_episodes=500).run()
+      bsuite_runs.Runner([job], 1, num_episodes=500).run()
     lines = output.getvalue().splitlines()
     self.assertTrue(lines[0].startswith('start ours deep_sea/0'), lines)
     self.assertRegex(lines[-1], r'^\[1/1\] done ours deep_sea/0')
@@ -408,12 +417,12 @@ class ProgressTest(TestCase):
   def test_episodes_logged_of_a_reference_agent_is_its_last_row(self):
     run_dir = self.make_dir()
     random, = sweep.parse_agents([], ['random'], check_files=False)
-    job = sweep.make_job(random, 'deep_sea/0', '/w', None, [])
+    job = bsuite_runs.make_job(random, 'deep_sea/0', '/w', None, [])
     job.run_dir = run_dir
-    self.assertEqual(sweep.episodes_logged(job), 0)
+    self.assertEqual(bsuite_runs.episodes_logged(job), 0)
     with open(os.path.join(run_dir, 'bsuite_id_-_deep_sea-0.csv'), 'w') as f:
       f.write('steps,episode,total_return\n10,1,0.0\n120,12,0.0\n')
-    self.assertEqual(sweep.episodes_logged(job), 12)
+    self.assertEqual(bsuite_runs.episodes_logged(job), 12)
 
 
 class CommandLineTest(TestCase):
