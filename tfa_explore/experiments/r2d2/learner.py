@@ -39,11 +39,11 @@ from tf_agents.utils import common
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import stop_signals
-from tfa_explore.experiments import run_lock
+from tfa_explore.process import stop_signals
+from tfa_explore.process import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
-from tfa_explore.experiments.r2d2 import retry
+from tfa_explore.process import retry
 from tfa_explore.replay import tables
 from tfa_explore.utils import summaries
 
