@@ -70,8 +70,8 @@ def readout(agent, py_env, env, num_steps, policy, seed):
     a = int(action.numpy()[0])
     taken[a] += 1
     changed[a] += int(tf.reduce_any(previous != time_step.observation))
-    reward = agent.intrinsic_reward.rewards(time_step.observation[:, None])
-    r_i = float(reward.normalized.numpy()[0, 0])
+    r_i = float(novelty(agent.intrinsic_reward,
+                        time_step.observation[:, None]).numpy()[0, 0])
     rewards[a].append(r_i)
     key = time_step.observation.numpy().tobytes()
     repeats[a] += int(key in seen)
@@ -89,16 +89,24 @@ def readout(agent, py_env, env, num_steps, policy, seed):
           repeat_share)
 
 
+def novelty(component, observations):
+  """RND's normalised reward of `[B, T]` observations, with no gate."""
+  raw = component.raw_rewards(observations)
+  if not component.normalize_returns:
+    return raw
+  return component.return_normalizer.normalize(raw)
+
+
 def refit(agent, observations, num_steps):
   """Mean normalised r_i of `observations` before and after predictor steps."""
   component = agent.intrinsic_reward
   batch = tf.concat(observations, axis=0)[None]
-  before = float(tf.reduce_mean(component.rewards(batch).normalized))
+  before = float(tf.reduce_mean(novelty(component, batch)))
   inputs = component.training_inputs(batch)
   step = tf.function(component.train_step)
   for _ in range(num_steps):
     step(inputs)
-  after = float(tf.reduce_mean(component.rewards(batch).normalized))
+  after = float(tf.reduce_mean(novelty(component, batch)))
   return before, after
 
 
@@ -143,8 +151,9 @@ def main():
     # Changes the predictor: last, after both readouts.
     before, after = refit(agent, collected['collect policy'],
                           args.refit_steps)
-    control = float(tf.reduce_mean(agent.intrinsic_reward.rewards(
-        tf.concat(collected['uniform random'], axis=0)[None]).normalized))
+    control = float(tf.reduce_mean(novelty(
+        agent.intrinsic_reward,
+        tf.concat(collected['uniform random'], axis=0)[None])))
     print(f'\nrefit, {args.refit_steps} predictor steps on the collect '
           f'policy\'s next observations: their mean r_i {before:.4f} -> '
           f'{after:.4f}; the uniform policy\'s afterwards {control:.4f}')

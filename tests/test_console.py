@@ -1,4 +1,4 @@
-"""The binaries' quiet console (tfa_explore.experiments.console).
+"""The binaries' quiet console (tfa_explore.process.console).
 
 Unit tests of its parts (the --verbose scan, the record filter, the
 format, the Reverb line filter), then the binary itself: a tiny train_eval
@@ -19,7 +19,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import pytest
 
-from tfa_explore.experiments import console
+from tfa_explore.process import console
 from tfa_explore.testing import processes
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -194,7 +194,7 @@ class StopLineTest(absltest.TestCase):
     # pylint: disable=g-import-not-at-top
     import gin
     from tfa_explore.experiments import runner
-    from tfa_explore.experiments import stop_signals
+    from tfa_explore.process import stop_signals
     # pylint: enable=g-import-not-at-top
 
     @gin.configurable('test_console_stopped_loop')

@@ -24,7 +24,7 @@ import tensorflow as tf
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import builder as builder_lib
-from tfa_explore.experiments.r2d2 import retry
+from tfa_explore.process import retry
 from tfa_explore.testing import faults
 
 import test_r2d2_experiment as r2d2_tests  # the tiny gin file

@@ -8,6 +8,8 @@
   suite: a suite's end-of-run work reaches the loops through
   `run_context.register_end_of_run`, so the next suite touches no generic
   module.
+* `process/` (console, run lock, stop signals, retries) imports no agent,
+  experiment or environment: the loops stand on it, not it on them.
 * Every shipped gin file imports the modules its configurables come from
   (itself or through its includes): the binaries register none.
 
@@ -156,6 +158,15 @@ class ImportLayersTest(parameterized.TestCase):
     self.assertEmpty(imports_under(
         [os.path.join(REPO_ROOT, directory) for directory in GENERIC_DIRS],
         is_suite))
+
+  def test_process_plumbing_imports_no_agent_experiment_or_env(self):
+    def above_process(name):
+      return any(name == top or name.startswith(top + '.') for top in (
+          'tfa_explore.agents', 'tfa_explore.experiments',
+          'tfa_explore.environments', 'tfa_explore.networks',
+          'tfa_explore.replay'))
+    self.assertEmpty(imports_under(
+        [os.path.join(REPO_ROOT, 'tfa_explore', 'process')], above_process))
 
   def test_the_suite_check_sees_a_suite_import(self):
     names = imported_modules(

@@ -341,7 +341,7 @@ class ErrorsTest(_TestCase):
         r"r2d2.Settings.env_loader: R2D2 needs a discrete action space .*"
         r"'Pendulum-v1' has action spec BoundedArraySpec\(shape=\(1,\), "
         r"dtype=dtype\('float32'\)"):
-      settings.replay.check_setup(time_step_spec, continuous, 'Pendulum-v1')
+      settings.replay.check(time_step_spec, continuous, 'Pendulum-v1')
 
   def test_replay_server_of_another_agent_is_refused(self):
     server = r2d2.make_replay_server(self.settings())

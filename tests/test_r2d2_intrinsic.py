@@ -147,7 +147,7 @@ class StateTest(support.TestCase):
       agent.train(sequences)
     self.assertContainsSubset(
         {'Intrinsic/reward_normalized_mean', 'Intrinsic/reward_raw_mean',
-         'Intrinsic/return_std', 'Losses/predictor_loss',
+         'Intrinsic/return_std', 'Losses/intrinsic_reward_loss',
          'Losses/intrinsic_td_loss', 'Normalizers/rnd_observation_count',
          'Losses/td_loss'},
         support.summary_tags(logdir))

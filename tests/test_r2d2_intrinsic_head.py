@@ -99,7 +99,7 @@ class TdErrorsTest(support.TestCase):
         online[e], target[e], **common)
     exploring = q_bonus.mixed_action_values(online[e], online[i], COEF)
     # Q_I discounts by the reward's gamma_I, not Q_E's gamma.
-    gamma_i = bonus.reward.discount
+    gamma_i = bonus.reward.stream.discount
     self.assertNotEqual(gamma_i, settings.gamma)
     intrinsic_common = dict(common, gamma=gamma_i)
     r_i = bonus.intrinsic_rewards(agent, sequences)

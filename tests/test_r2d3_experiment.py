@@ -137,9 +137,9 @@ class SingleMachineTest(_TestCase):
     train = r2d2_test.read_events(os.path.join(root_dir, 'train'))
     evals = r2d2_test.read_events(os.path.join(root_dir, 'eval'))
     # The demo table holds exactly the file's sequences (filled once).
-    self.assertEqual(int(train['Replay/demo_size'][-1][1]),
+    self.assertEqual(int(train['Replay/r2d3_demonstrations/size'][-1][1]),
                      expected_sequences)
-    self.assertGreater(int(train['Replay/demo_sampled'][-1][1]), 0)
+    self.assertGreater(int(train['Replay/r2d3_demonstrations/sampled'][-1][1]), 0)
     for tag in ('Losses/ntd', 'Losses/td1', 'Losses/margin', 'Losses/l2',
                 'Losses/total', 'Losses/td_loss', 'Q/demo_action',
                 'Q/other_actions', 'Replay/demo_fraction'):
@@ -348,7 +348,7 @@ class InProcessServerTest(_TestCase):
         settings.min_size_to_sample, settings.min_size_to_sample + 2)
     demonstrations.write_to_table(agent_episodes, client, r2d2.AGENT_TABLE,
                                   agent)
-    dataset = settings.replay.dataset(
+    dataset, _ = settings.replay.sampling(
         address, agent, batch_size=8, seed=0, rate_limiter_timeout_ms=5000)
     flags = []
     for experience, _ in dataset.take(5):
@@ -409,7 +409,7 @@ class ErrorsTest(_TestCase):
     env = settings.env_loader(seed=0)
     self.addCleanup(env.close)
     with self.assertRaisesRegex(runner.ConfigError, expected):
-      settings.replay.check_setup(env.time_step_spec(), env.action_spec(),
+      settings.replay.check(env.time_step_spec(), env.action_spec(),
                                   env.env_id)
     # ...so a run stops before its server, actors and learner start (the
     # first of them would create root_dir).
@@ -468,10 +468,11 @@ class ErrorsTest(_TestCase):
   def test_demonstrations_need_an_r2d3_agent(self):
     settings = self.r2d3_settings(
         'r2d2.Settings.agent_fn = @r2d2.r2d2_agent_fn')
-    server = r2d2.make_replay_server(settings)
-    self.addCleanup(server.stop)
+    # Every role that builds the agent refuses it, the server first.
     with self.assertRaisesRegex(runner.ConfigError, 'needs an R2D3Agent'):
-      r2d2.run_learner(settings, f'localhost:{server.port}',
+      r2d2.make_replay_server(settings)
+    with self.assertRaisesRegex(runner.ConfigError, 'needs an R2D3Agent'):
+      r2d2.run_learner(settings, 'localhost:1',
                        os.path.join(self.get_temp_dir(), 'learner'))
 
   def test_learner_refuses_a_server_without_the_demo_table(self):
@@ -516,7 +517,7 @@ class ThreeProcessTest(r2d2_test.ThreeProcessTest):
     train = r2d2_test.read_events(
         os.path.join(self.get_temp_dir(), 'distributed', 'train'))
     self.assertIn('Losses/margin', train)
-    self.assertGreater(int(train['Replay/demo_size'][-1][1]), 0)
+    self.assertGreater(int(train['Replay/r2d3_demonstrations/size'][-1][1]), 0)
 
 
 if __name__ == '__main__':

@@ -222,7 +222,7 @@ class RndPPOAgentTest(_TestCase):
       loss_info = self.agent.train(experience)
     writer.flush()
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
-    self.assertGreater(float(loss_info.extra.predictor_loss), 0.0)
+    self.assertGreater(float(loss_info.extra.intrinsic_reward_loss), 0.0)
     # 2 epochs x 2 minibatches = 4 gradient steps.
     self.assertEqual(int(self.agent.train_step_counter), 4)
     scalars = read_scalars(logdir)
@@ -230,7 +230,7 @@ class RndPPOAgentTest(_TestCase):
                 'Intrinsic/reward_raw_max', 'Intrinsic/reward_normalized_mean',
                 'Intrinsic/reward_normalized_std',
                 'Intrinsic/reward_normalized_max', 'Intrinsic/return_std',
-                'Losses/predictor_loss', 'Losses/extrinsic_value_loss',
+                'Losses/intrinsic_reward_loss', 'Losses/extrinsic_value_loss',
                 'Losses/intrinsic_value_loss', 'Losses/clip_fraction',
                 'Losses/entropy', 'Losses/explained_variance_extrinsic',
                 'Losses/explained_variance_intrinsic',
@@ -443,7 +443,8 @@ class RndPPOAgentTest(_TestCase):
     intrinsic_advantages = (info['intrinsic_return'] -
                             info['intrinsic_value_prediction'])[:, :-1]
     self.assertAllClose(info['advantage'][:, :-1],
-                        agent.intrinsic_reward.coef * intrinsic_advantages,
+                        agent.intrinsic_reward.stream.coef *
+                        intrinsic_advantages,
                         atol=1e-5)
 
   def test_ablations_construct_and_train(self):
@@ -483,8 +484,6 @@ class RndPPOAgentTest(_TestCase):
 
   def test_without_the_gate_repeated_views_pay(self):
     agent = make_agent(self.env)
-    self.assertIsNone(agent.intrinsic_reward.first_visits(
-        tf.zeros([1, 2, 1]), tf.ones([1, 2], tf.int32)))
     experience = collect(self.env, agent)
     processed = agent._preprocess(  # pylint: disable=protected-access
         experience._replace(observation=tf.ones_like(experience.observation)))
@@ -493,16 +492,13 @@ class RndPPOAgentTest(_TestCase):
 
   def test_ppo_twin_has_no_intrinsic_reward(self):
     twin = make_agent(self.env, rnd=False, extrinsic_advantage_coef=2.0)
-    self.assertIsInstance(twin.intrinsic_reward, rnd_ppo.NoIntrinsicReward)
-    self.assertFalse(twin.intrinsic_reward.enabled)
-    self.assertEmpty(twin.intrinsic_reward.variables)
+    self.assertIsNone(twin.intrinsic_reward)
+    self.assertEmpty([v for v in twin.variables if 'rnd' in v.name])
     experience = collect(self.env, twin)
     processed = twin._preprocess(  # pylint: disable=protected-access
         experience)
     info = processed.policy_info
     self.assertAllEqual(info[agent_lib.INTRINSIC_REWARD],
-                        np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
-    self.assertAllEqual(info[agent_lib.INTRINSIC_RETURN],
                         np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
     # advantage = 2 * A_E with A_E = return - V_E (TD(lambda) returns).
     extrinsic_advantages = (info['return'] -
@@ -522,7 +518,7 @@ class RndPPOAgentTest(_TestCase):
     with tf.summary.create_file_writer(logdir).as_default():
       loss_info = twin.train(experience)
     self.assertTrue(np.isfinite(loss_info.loss.numpy()))
-    self.assertEqual(float(loss_info.extra.predictor_loss), 0.0)
+    self.assertEqual(float(loss_info.extra.intrinsic_reward_loss), 0.0)
     self.assertEqual(float(loss_info.extra.intrinsic_value_loss), 0.0)
     self.assertEqual(int(twin.train_step_counter), 4)
     for before, after in zip(intrinsic_before, values_of(intrinsic_head)):

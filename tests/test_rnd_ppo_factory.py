@@ -53,10 +53,9 @@ class RndPpoFactoryTest(absltest.TestCase):
     self.assertIsInstance(agent.intrinsic_reward,
                           rnd_ppo_agents.RndIntrinsicReward)
     self.assertEqual(agent.intrinsic_reward.predictor_net.output_dim, 4)
-    self.assertEqual(agent.intrinsic_reward.discount, 0.97)
+    self.assertEqual(agent.intrinsic_reward.stream.discount, 0.97)
     twin = self.build(intrinsic_reward=None, **SHARED)
-    self.assertIsInstance(twin.intrinsic_reward,
-                          rnd_ppo_agents.NoIntrinsicReward)
+    self.assertIsNone(twin.intrinsic_reward)
     # Same actor architecture in both.
     self.assertEqual(
         [v.shape for v in agent.collect_policy.variables()

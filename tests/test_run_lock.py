@@ -17,14 +17,14 @@ import textwrap
 from absl.testing import absltest
 
 from tfa_explore import errors
-from tfa_explore.experiments import run_lock
+from tfa_explore.process import run_lock
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Takes the lock, says so, and holds it until killed.
 _HOLDER = textwrap.dedent('''
     import sys, time
-    from tfa_explore.experiments import run_lock
+    from tfa_explore.process import run_lock
     lock = run_lock.RunLock(sys.argv[1]).acquire()
     print('locked', flush=True)
     time.sleep(600)

@@ -18,7 +18,7 @@ import signal
 from absl import app
 from absl import flags
 
-from tfa_explore.experiments import console
+from tfa_explore.process import console
 
 console.configure(__name__)  # before TensorFlow loads: see console
 

@@ -19,7 +19,7 @@ import functools
 from absl import app
 from absl import flags
 
-from tfa_explore.experiments import console
+from tfa_explore.process import console
 
 console.configure(__name__)  # before TensorFlow loads: see console
 

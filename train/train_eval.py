@@ -14,7 +14,7 @@ another run holds or that cannot be written) exits with code 2 and one
 
 from absl import flags
 
-from tfa_explore.experiments import console
+from tfa_explore.process import console
 
 console.configure(__name__)  # before TensorFlow loads: see console
 

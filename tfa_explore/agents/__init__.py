@@ -13,7 +13,7 @@
 Each has a page under `docs/`.
 """
 
-from tfa_explore.agents.intrinsic import NoIntrinsicReward
+from tfa_explore.agents.intrinsic import IntrinsicReward
 from tfa_explore.agents.intrinsic import RndIntrinsicReward
 from tfa_explore.agents.ppo_clip import EpochLoopPPOClipAgent
 from tfa_explore.agents.r2d2 import PrioritizedSequences

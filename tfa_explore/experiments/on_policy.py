@@ -35,7 +35,7 @@ from tfa_explore.environments import run_context
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import stop_signals
+from tfa_explore.process import stop_signals
 from tfa_explore.utils import summaries
 
 REQUIRED = gin.REQUIRED

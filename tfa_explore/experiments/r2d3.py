@@ -12,18 +12,19 @@ file turns it on with two bindings:
 * server (`make_tables`): one more table, `DEMO_TABLE`, prioritized,
   with the agent's sequence signature (`replay.mixed_dataset
   .make_demo_table`);
-* learner, before training (`prepare`): reads the demonstration file
+* learner, before acting (`prepare`): reads the demonstration file
   (`path`, checked against the agent's specs and env id) and, unless the
   table already holds exactly its sequences, writes them with
   `replay.demonstrations.write_to_table` (the actors' sequence cutting:
   zero initial state, burn-in front padding). So a restarted learner
   against a live server does not duplicate them, a restarted server gets
   them again, and neither actors nor the server need the file;
-* learner (`pretrain`): optional `pretrain_steps` learner steps on the
+  then takes optional `pretrain_steps` learner steps on the
   demonstration table alone before the first weight push (DQfD's
-  pre-training; Hester et al. 2018, Section 3). The learner checkpoints the
-  steps done, so a resume does not repeat them;
-* learner, training (`dataset`, `priority_updater`): each batch element
+  pre-training; Hester et al. 2018, Section 3). Pre-training is the
+  learner's first training, so its checkpointed step counter says how many
+  steps are done and a resume does not repeat them;
+* learner, training (`sampling`): each batch element
   comes from the demonstration table with probability `demo_ratio` (rho)
   and from the agent table otherwise (`mixed_dataset`); new priorities go
   back to the table each element came from (`MixedPriorityUpdater`).
@@ -55,7 +56,6 @@ from typing import Optional
 from absl import logging
 import gin
 
-import tensorflow as tf
 
 from tfa_explore import errors
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
@@ -63,7 +63,6 @@ from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.replay import demonstrations as demonstrations_lib
 from tfa_explore.replay import mixed_dataset
-from tfa_explore.replay import tables
 
 REQUIRED = gin.REQUIRED
 
@@ -104,6 +103,8 @@ def r2d3_agent_fn(time_step_spec,
 @gin.configurable(module='r2d3')
 class DemonstrationReplay(replay_lib.AgentReplay):
   """R2D3's replay: agent and demonstration tables; see the module doc."""
+
+  agent_class = r2d3_agent.R2D3Agent
 
   def __init__(self,
                path: str = REQUIRED,
@@ -186,22 +187,11 @@ class DemonstrationReplay(replay_lib.AgentReplay):
             priority_exponent=settings.priority_exponent)
         for name in self._demo_tables()]
 
-  def check_server(self, server_info, agent):
-    super().check_server(server_info, agent)
-    tables.check_sequence_tables(
-        server_info, self._demo_tables(), agent.collect_data_spec,
-        agent.sequence_config.sequence_length,
-        missing_hint=(
-            'the gin config sets r2d2.Settings.replay = '
-            '@r2d3.DemonstrationReplay() (and success_min_return for '
-            f'{SUCCESS_TABLE!r}); start train/replay_server.py with the same '
-            'gin file.'))
-
   # --- launcher and actors --------------------------------------------------
 
-  def check_setup(self, time_step_spec, action_spec, env_id):
+  def check(self, time_step_spec, action_spec, env_id):
     """R2D2's checks, then the whole demonstration file (`check_file`)."""
-    super().check_setup(time_step_spec, action_spec, env_id)
+    super().check(time_step_spec, action_spec, env_id)
     self.check_file(time_step_spec, action_spec, env_id, episodes=True)
 
   def writer_kwargs(self):
@@ -226,7 +216,7 @@ class DemonstrationReplay(replay_lib.AgentReplay):
       env_id: if set, the env id the file must have been recorded in.
       episodes: also read and check every episode (checksum, arrays,
         shapes, step types; one at a time) rather than the header alone.
-        `check_setup` does, before any process starts: a damaged episode
+        `check` does, before any process starts: a damaged episode
         found by the learner would stop the run after the actors started.
 
     Returns:
@@ -277,20 +267,10 @@ class DemonstrationReplay(replay_lib.AgentReplay):
 
   # --- learner --------------------------------------------------------------
 
-  def check_agent(self, agent):
-    if not isinstance(agent, r2d3_agent.R2D3Agent):
-      raise errors.ConfigError(
-          'r2d2.Settings.replay = @r2d3.DemonstrationReplay() needs an '
-          'R2D3Agent (r2d2.Settings.agent_fn = @r2d3.r2d3_agent_fn), got '
-          f'{type(agent).__name__}.')
-
-  def learner_state(self):
-    """Pre-training steps done, so that a resume does not repeat them."""
-    return {'pretrain_steps_done': tf.Variable(
-        0, dtype=tf.int64, name='pretrain_steps_done')}
-
-  def prepare(self, client, agent, env_id):
+  def prepare(self, client, server_address, agent, env_id, batch_size):
+    """Fills the demonstration table, then pre-trains what is left."""
     self.fill_table(client, agent, env_id)
+    return self.pretrain(agent, server_address, batch_size)
 
   def fill_table(self, client, agent, env_id=None):
     """Writes the file's sequences unless the table already holds them.
@@ -342,54 +322,35 @@ class DemonstrationReplay(replay_lib.AgentReplay):
                  time.time() - start)
     return written
 
-  def dataset(self, server_address, agent, batch_size, seed,
-              rate_limiter_timeout_ms):
-    """The learner's mixed `(MixedSequences, sample_info)` batches."""
-    return mixed_dataset.mixed_dataset(
+  def sampling(self, server_address, agent, batch_size, seed,
+               rate_limiter_timeout_ms):
+    """The learner's mixed `(MixedSequences, sample_info)` batches; new
+    priorities go back to the table each element came from."""
+    dataset = mixed_dataset.mixed_dataset(
         server_address, replay_lib.AGENT_TABLE, DEMO_TABLE, agent,
         batch_size,
         demo_ratio=self.demo_ratio, seed=seed,
         rate_limiter_timeout_ms=rate_limiter_timeout_ms,
         success_table=SUCCESS_TABLE if self.uses_successes else None,
         success_ratio=self.success_ratio)
-
-  def priority_updater(self, server_address):
-    return mixed_dataset.MixedPriorityUpdater(
+    return dataset, mixed_dataset.MixedPriorityUpdater(
         server_address, replay_lib.AGENT_TABLE, self._demo_tables())
 
-  def summaries(self, server_info):
-    """R2D2's values plus `demo_size`, `demo_sampled` (cumulative).
+  def pretrain(self, agent, server_address, batch_size):
+    """Runs the pre-training steps not done yet.
 
-    With successes also `success_size`, `success_inserted` (cumulative,
-    the demonstrations that seeded the table included).
-    """
-    values = super().summaries(server_info)
-    info = server_info[DEMO_TABLE]
-    values.update({'demo_size': info.current_size,
-                   'demo_sampled':
-                       info.rate_limiter_info.sample_stats.completed})
-    if self.uses_successes:
-      info = server_info[SUCCESS_TABLE]
-      values['success_size'] = info.current_size
-      values['success_inserted'] = (
-          info.rate_limiter_info.insert_stats.completed)
-    return values
-
-  def pretrain(self, agent, server_address, batch_size, learner_state):
-    """Runs the pre-training steps not done yet and counts them.
+    The agent's step counter (checkpointed by the learner) counts them:
+    pre-training is the first thing a run trains.
 
     Args:
       agent: the `R2D3Agent`.
       server_address: the Reverb server with the filled demo table.
       batch_size: sequences per step.
-      learner_state: `learner_state()`'s variables, checkpointed by the
-        learner.
 
     Returns:
       The last `LossInfo`, or None if nothing was left to do.
     """
-    steps_done = learner_state['pretrain_steps_done']
-    remaining = self.pretrain_steps - int(steps_done)
+    remaining = self.pretrain_steps - int(agent.train_step_counter)
     if remaining <= 0:
       return None
     dataset = mixed_dataset.demo_dataset(server_address, DEMO_TABLE, agent,
@@ -399,7 +360,6 @@ class DemonstrationReplay(replay_lib.AgentReplay):
 
     def after_train_step(element, loss_info):
       updater(element, loss_info)
-      steps_done.assign_add(1)
 
     logging.info('Pre-training on demonstrations: %d learner steps.',
                  remaining)
@@ -407,7 +367,7 @@ class DemonstrationReplay(replay_lib.AgentReplay):
     loss_info = r2d3_agent.pretrain(agent, dataset, num_steps=remaining,
                                     after_train_step=after_train_step)
     logging.info('Pre-training done in %.0f s (%d steps), loss %.4f.',
-                 time.time() - start, int(steps_done),
+                 time.time() - start, remaining,
                  float(loss_info.loss))
     return loss_info
 

@@ -57,7 +57,7 @@ from tf_agents.policies import policy_saver
 from tfa_explore import errors
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import evaluation
-from tfa_explore.experiments import run_lock
+from tfa_explore.process import run_lock
 from tfa_explore.utils import files
 from tfa_explore.utils import summaries
 

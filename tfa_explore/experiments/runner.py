@@ -25,9 +25,9 @@ from absl import logging
 import gin
 
 from tfa_explore import errors
-from tfa_explore.experiments import console
-from tfa_explore.experiments import stop_signals
-from tfa_explore.experiments import run_lock
+from tfa_explore.process import console
+from tfa_explore.process import stop_signals
+from tfa_explore.process import run_lock
 
 CONFIG_ERROR_EXIT_CODE = errors.CONFIG_ERROR_EXIT_CODE
 ConfigError = errors.ConfigError

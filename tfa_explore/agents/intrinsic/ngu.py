@@ -6,7 +6,8 @@ Badia et al. 2020 (arXiv 2002.06038), section 2:
 
 `novelty` is an `episodic.EpisodicNovelty`'s (exact counts or the learnt
 controllable embedding), recorded by the acting policy when it saw the
-observation; `err` is RND's prediction error of it (`RndIntrinsicReward`,
+observation (in its info under `EPISODIC_NOVELTY`); `err` is RND's
+prediction error of it (`RndIntrinsicReward`,
 whose predictor and input normaliser this reward trains and feeds), and
 mean and std are the running moments of all errors seen. The reward is
 neither divided by a return std nor gated to first visits: the episodic
@@ -19,8 +20,12 @@ from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.intrinsic import normalizers
 from tfa_explore.agents.intrinsic import reward as reward_lib
 
+# Key of the novelty an acting policy records in its info for each
+# observation it saw (and so in replay).
+EPISODIC_NOVELTY = 'episodic_novelty'
 
-class NguReward(tf.Module):
+
+class NguReward(reward_lib.IntrinsicReward):
   """RND and an episodic novelty composed into NGU's reward."""
 
   def __init__(self, rnd, novelty, memory_size, max_modulator=5.0,
@@ -29,8 +34,7 @@ class NguReward(tf.Module):
 
     Args:
       rnd: a `RndIntrinsicReward` built with `normalize_returns=False` and
-        `first_visits_only=False`; its `coef`, `discount` and
-        `non_episodic` are this reward's.
+        `first_visits_only=False`; its `stream` is this reward's.
       novelty: an `episodic.EpisodicNovelty`.
       memory_size: distinct entries an acting policy remembers per episode.
       max_modulator: L of the modulator's clip (paper: 5).
@@ -61,6 +65,7 @@ class NguReward(tf.Module):
     self._max_modulator = float(max_modulator)
     self._action_minimum = int(action_minimum)
     self._error_moments = normalizers.ErrorMoments()
+    self._novelty.build_optimizer()
 
   @property
   def rnd(self):
@@ -77,16 +82,8 @@ class NguReward(tf.Module):
     return self._error_moments
 
   @property
-  def coef(self):
-    return self._rnd.coef
-
-  @property
-  def discount(self):
-    return self._rnd.discount
-
-  @property
-  def non_episodic(self):
-    return self._rnd.non_episodic
+  def stream(self):
+    return self._rnd.stream
 
   def memory_spec(self):
     """One env's episodic memory, kept in the acting policy's state."""
@@ -101,12 +98,8 @@ class NguReward(tf.Module):
   def acting_variables(self):
     return self._novelty.acting_variables
 
-  def build_optimizer(self):
-    self._rnd.build_optimizer()
-    self._novelty.build_optimizer()
-
-  def update_observation_normalizer(self, observations):
-    self._rnd.update_observation_normalizer(observations)
+  def observe(self, observations):
+    self._rnd.observe(observations)
 
   def training_inputs(self, observations):
     return self._rnd.training_inputs(observations)
@@ -115,18 +108,13 @@ class NguReward(tf.Module):
     """One step of RND's predictor (`RndIntrinsicReward.train_step`)."""
     return self._rnd.train_step(inputs)
 
-  def rewards(self, next_observations, episodic_novelty,
-              update_statistics=False, mask=None):
-    """`IntrinsicRewards` of `[B, T]` transitions.
-
-    Args:
-      next_observations: `[B, T, ...]` observations o_{t+1}.
-      episodic_novelty: `[B, T]` the acting policy's novelty of each.
-      update_statistics: first add the errors to the running moments.
-      mask: Optional `[B, T]` bool, the transitions whose errors the
-        moments take.
-    """
-    raw = tf.stop_gradient(self._rnd.raw_rewards(next_observations))
+  def rewards(self, experience, first=1, update_statistics=False, mask=None):
+    """As `IntrinsicReward`'s: the novelty is the acting policy's, read from
+    `experience.policy_info[EPISODIC_NOVELTY]`; the running moments take
+    the errors of the masked transitions."""
+    episodic_novelty = experience.policy_info[EPISODIC_NOVELTY][:, first:]
+    raw = tf.stop_gradient(self._rnd.raw_rewards(tf.nest.map_structure(
+        lambda o: o[:, first:], experience.observation)))
     if update_statistics:
       with tf.control_dependencies([self._error_moments.update(raw, mask)]):
         raw = tf.identity(raw)

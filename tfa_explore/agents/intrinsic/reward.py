@@ -1,33 +1,34 @@
-"""The intrinsic reward as a component of the agent, and its null version.
+"""The intrinsic reward as a component of the agent.
 
-`IntrinsicReward` is what an agent asks of an intrinsic reward:
+`IntrinsicReward` is what an agent asks of an intrinsic reward, and all it
+asks (both families, RND-PPO and the R2D2 bonuses, call only these):
 
-* `rewards(next_observations, update_statistics, mask, first_visits)`:
-  the reward of each transition, raw and normalised; with
-  `update_statistics` it first advances the running statistics it
-  normalises with (once per collected batch: the agent decides when);
-* `first_visits(observations, step_types)`: None, or which observations of
-  a sequence are new to their episode; the agent passes those of the next
-  observations to `rewards`, which pays nothing on the others;
+* `stream`: how the agent learns it (`IntrinsicStream`: its weight, its
+  discount gamma_I and whether episode ends cut it);
+* `rewards(experience, first, update_statistics, mask)`: the reward of
+  each transition into `experience.observation[:, first:]`, raw and
+  normalised, judged within its sequence (a first-visit gate sees the
+  steps before `first`; NGU's reads the novelty the acting policy recorded
+  in `policy_info`); with `update_statistics` it first advances the running
+  statistics it normalises with (once per batch: the agent decides when);
 * `training_inputs(observations)` and `train_step(inputs)`: what its own
-  learner trains on (fixed for one update of the agent, cut into the agent's
-  minibatches) and one optimisation step on a minibatch of it;
-* `update_observation_normalizer(observations)`: its input statistics, fed
-  by the warm-up and after each update;
-* `write_summaries(...)`: its `Intrinsic/` and `Normalizers/` scalars;
-* its settings as a stream of returns (`coef`, `discount`, `non_episodic`).
+  learner trains on (fixed for one update of the agent, cut into the
+  agent's minibatches) and one optimisation step on a minibatch of it;
+* `observe(observations)`: the statistics of its inputs, fed by the
+  warm-up and by each batch after the agent's update;
+* `write_summaries(...)`: its `Intrinsic/` and `Normalizers/` scalars.
 
-Its state (networks, optimizer, normalisers) is tracked by the agent that
-holds it, so `tf.train.Checkpoint(agent=...)` saves it.
+Its state (networks, optimizer, statistics) is tracked by the agent that
+holds it, so `tf.train.Checkpoint(agent=...)` saves it; it builds its
+optimizer's slots itself, before any traced step.
 
 `RndIntrinsicReward` is Random Network Distillation (Burda et al. 2018,
 arXiv 1810.12894, sections 2.2-2.4); its maths is in `maths.py` and nothing
-in it is PPO's. `RndPPOAgent` holds it (rewards of each rollout, predictor
-steps in its minibatches) and so do R2D2 and R2D3 through their
-exploration bonus (`agents/r2d2_intrinsic/`). `NoIntrinsicReward` is the
-PPO twin's: zero rewards, nothing to train or update, `enabled` False (the
-agent then has no intrinsic stream). NGU's reward composes RND with an
-episodic novelty (`ngu.py`, `episodic.py`).
+in it is PPO's. `RndPPOAgent` holds one (rewards of each rollout,
+predictor steps in its minibatches) and so do R2D2 and R2D3 through their
+exploration bonus (`agents/r2d2_intrinsic/`); an agent without one has no
+intrinsic stream. NGU's reward composes RND with an episodic novelty
+(`ngu.py`, `episodic.py`).
 """
 
 import collections
@@ -42,65 +43,51 @@ from tfa_explore.agents.intrinsic import maths
 from tfa_explore.agents.intrinsic import normalizers
 from tfa_explore.agents.intrinsic import summaries
 
+# How the agent learns the reward: `coef` weighs the intrinsic stream
+# against the extrinsic one, `discount` is gamma_I and `non_episodic` leaves
+# the stream uncut by episode ends.
+IntrinsicStream = collections.namedtuple(
+    'IntrinsicStream', ('coef', 'discount', 'non_episodic'))
 # Rewards of `[B, T]` transitions.
 IntrinsicRewards = collections.namedtuple('IntrinsicRewards',
                                           ('raw', 'normalized'))
-# One optimisation step of the intrinsic reward's own learner.
+# One optimisation step of the intrinsic reward's own learner: its loss and
+# the fraction of the minibatch it trained on.
 IntrinsicLoss = collections.namedtuple('IntrinsicLoss',
                                        ('loss', 'update_fraction'))
+# What `rewards` reads of a batch: a `Trajectory` has these fields, and an
+# agent holding only observations builds one (`policy_info` may be ()).
+Sequences = collections.namedtuple('Sequences',
+                                   ('observation', 'step_type', 'policy_info'))
 
 
 class IntrinsicReward(tf.Module):
   """Interface of an intrinsic reward (see the module docstring)."""
 
   @property
-  def enabled(self) -> bool:
-    """False for the null version: no intrinsic stream at all."""
+  def stream(self) -> IntrinsicStream:
+    """How the agent learns this reward."""
     raise NotImplementedError
 
-  @property
-  def coef(self) -> float:
-    """Weight of the intrinsic stream against the extrinsic one."""
-    raise NotImplementedError
-
-  @property
-  def discount(self) -> float:
-    """gamma_I, the discount of intrinsic returns."""
-    raise NotImplementedError
-
-  @property
-  def non_episodic(self) -> bool:
-    """Whether episode ends leave the intrinsic stream uncut."""
-    raise NotImplementedError
-
-  def first_visits(self, observations, step_types) -> Optional[tf.Tensor]:
-    """None, or `[B, T]` bool: observations new to their episode.
+  def rewards(self, experience, first: int = 1,
+              update_statistics: bool = False,
+              mask=None) -> IntrinsicRewards:
+    """Rewards of the transitions into `experience.observation[:, first:]`.
 
     Args:
-      observations: `[B, T, ...]` observations, each row in time order.
-      step_types: `[B, T]` their step types (FIRST starts an episode).
-    """
-    del observations, step_types
-    return None
-
-  def rewards(self, next_observations, update_statistics: bool = False,
-              mask=None, first_visits=None) -> IntrinsicRewards:
-    """Rewards of `[B, T]` transitions from their next observations.
-
-    Args:
-      next_observations: `[B, T, ...]` observations `o_{t+1}`, each
-        environment's in time order (the return statistics follow them).
+      experience: `[B, T]` sequences with `observation`, `step_type` and
+        `policy_info` (a `Trajectory` or `Sequences`), each environment's
+        in time order (the return statistics follow them).
+      first: The first next observation that is rewarded (>= 1); the steps
+        before it are context only (R2D2's burn-in, PPO's `o_0`).
       update_statistics: Advance the normalising statistics with these
         rewards first; False leaves every variable untouched.
-      mask: Optional `[B, T]` bool, the steps that are transitions (R2D2's
-        replayed sequences have padding); the others do not reach the
-        statistics. Their rewards are computed all the same.
-      first_visits: Optional `[B, T]` bool from `first_visits` (of the next
-        observations): the others get reward 0, raw and normalised, and
-        the statistics see those zeros.
+      mask: Optional `[B, T - first]` bool, the steps that are transitions
+        (R2D2's replayed sequences have padding); the others do not reach
+        the statistics. Their rewards are computed all the same.
 
     Returns:
-      `IntrinsicRewards` of `[B, T]` float32 tensors.
+      `IntrinsicRewards` of `[B, T - first]` float32 tensors.
     """
     raise NotImplementedError
 
@@ -108,66 +95,18 @@ class IntrinsicReward(tf.Module):
     """What `train_step` trains on, from `[B, T, ...]` observations."""
     raise NotImplementedError
 
-  def build_optimizer(self) -> None:
-    """Creates the optimizer's slots (before the first traced step)."""
-
   def train_step(self, inputs) -> IntrinsicLoss:
     """One optimisation step on a minibatch of `training_inputs`."""
     raise NotImplementedError
 
-  def update_observation_normalizer(self, observations) -> None:
-    """Adds observations (any outer dims) to the input statistics."""
+  def observe(self, observations) -> None:
+    """Adds observations (any outer dims) to its input statistics."""
     raise NotImplementedError
 
   def write_summaries(self, step, rewards: IntrinsicRewards, weights,
                       update_fraction) -> None:
     """Writes the reward statistics over the rows with weight > 0."""
     raise NotImplementedError
-
-
-class NoIntrinsicReward(IntrinsicReward):
-  """The PPO twin's intrinsic reward: none."""
-
-  def __init__(self, name='no_intrinsic_reward'):
-    super().__init__(name=name)
-
-  @property
-  def enabled(self):
-    return False
-
-  @property
-  def coef(self):
-    return 0.0
-
-  @property
-  def discount(self):
-    return 0.0
-
-  @property
-  def non_episodic(self):
-    return False
-
-  def rewards(self, next_observations, update_statistics=False, mask=None,
-              first_visits=None):
-    del update_statistics, mask, first_visits
-    first = tf.nest.flatten(next_observations)[0]
-    zeros = tf.zeros(tf.shape(first)[:2], tf.float32)
-    return IntrinsicRewards(raw=zeros, normalized=zeros)
-
-  def training_inputs(self, observations):
-    del observations
-    return ()
-
-  def train_step(self, inputs):
-    del inputs
-    return IntrinsicLoss(loss=tf.constant(0.0),
-                         update_fraction=tf.constant(0.0))
-
-  def update_observation_normalizer(self, observations):
-    del observations
-
-  def write_summaries(self, step, rewards, weights, update_fraction):
-    del step, rewards, weights, update_fraction
 
 
 class RndIntrinsicReward(IntrinsicReward):
@@ -235,7 +174,7 @@ class RndIntrinsicReward(IntrinsicReward):
       first_visits_only: Pay r_i only on an observation's first visit in
         its episode, as far as the agent's sequence holds it (NovelD's
         episodic restriction, Zhang et al. 2021, arXiv 2110.00860; not in
-        the RND paper): `first_visits` then returns the gate.
+        the RND paper).
       name: Module name.
 
     Raises:
@@ -281,26 +220,18 @@ class RndIntrinsicReward(IntrinsicReward):
         input_spec, clip_value=observation_clip,
         enabled=normalize_observations)
     self._return_normalizer = normalizers.IntrinsicReturnNormalizer(discount)
+    # Slots now, so the first traced train step is traced once.
+    if hasattr(self._optimizer, 'build'):
+      self._optimizer.build(self._predictor_net.trainable_variables)
 
   def _input_spec(self, observation_spec):
     example = tensor_spec.zero_spec_nest(observation_spec, outer_dims=[1])
     return tf.TensorSpec(self._observation_fn(example).shape[1:], tf.float32)
 
   @property
-  def enabled(self):
-    return True
-
-  @property
-  def coef(self):
-    return self._coef
-
-  @property
-  def discount(self):
-    return self._discount
-
-  @property
-  def non_episodic(self):
-    return self._non_episodic
+  def stream(self):
+    return IntrinsicStream(coef=self._coef, discount=self._discount,
+                           non_episodic=self._non_episodic)
 
   @property
   def target_net(self):
@@ -353,16 +284,18 @@ class RndIntrinsicReward(IntrinsicReward):
     return maths.prediction_error(predicted, target)
 
   def first_visits(self, observations, step_types):
-    if not self._first_visits_only:
-      return None
+    """`[B, T]` bool: which observations of a sequence are new to their
+    episode, as far as the sequence holds it."""
     return maths.first_visits(
         maths.observation_keys(self.raw_inputs(observations)), step_types)
 
-  def rewards(self, next_observations, update_statistics=False, mask=None,
-              first_visits=None):
-    raw = tf.stop_gradient(self.raw_rewards(next_observations))
-    if first_visits is not None:
-      raw *= tf.cast(first_visits, raw.dtype)
+  def rewards(self, experience, first=1, update_statistics=False, mask=None):
+    observations = experience.observation
+    raw = tf.stop_gradient(self.raw_rewards(
+        tf.nest.map_structure(lambda o: o[:, first:], observations)))
+    if self._first_visits_only:
+      gate = self.first_visits(observations, experience.step_type)[:, first:]
+      raw *= tf.cast(gate, raw.dtype)
     if not self._normalize_returns:
       return IntrinsicRewards(raw=raw, normalized=raw)
     if not update_statistics:
@@ -394,10 +327,6 @@ class RndIntrinsicReward(IntrinsicReward):
     return tf.reduce_sum(errors) / tf.maximum(
         tf.cast(tf.size(errors), errors.dtype), 1.0)
 
-  def build_optimizer(self):
-    if hasattr(self._optimizer, 'build'):
-      self._optimizer.build(self._predictor_net.trainable_variables)
-
   def train_step(self, inputs):
     mask = maths.predictor_update_mask(tf.shape(inputs['targets'])[:-1],
                                        self._predictor_update_proportion)
@@ -408,7 +337,7 @@ class RndIntrinsicReward(IntrinsicReward):
     self._optimizer.apply_gradients(zip(gradients, variables))
     return IntrinsicLoss(loss=loss, update_fraction=tf.reduce_mean(mask))
 
-  def update_observation_normalizer(self, observations):
+  def observe(self, observations):
     self._observation_normalizer.update(self.raw_inputs(observations))
 
   def write_summaries(self, step, rewards, weights, update_fraction,

@@ -11,10 +11,10 @@ intrinsic_head=True)`), on the same core as Q_E:
   reward's first-visit gate, r_i is paid on next observations not seen
   earlier in the sequence's episode (burn-in included).
 * Q_E learns r_e (discount gamma) and Q_I learns r_i (discount: the
-  reward's `discount`, gamma_I) from the agent's one unroll; Q_I's
+  reward's `stream.discount`, gamma_I) from the agent's one unroll; Q_I's
   bootstrap action is the argmax of h^-1(Q_E) + beta h^-1(Q_I) (the
   exploring actors' policy, Agent57's target policy), beta = the reward's
-  `coef`. The loss adds Q_I's TD loss; the priorities use
+  `stream.coef`. The loss adds Q_I's TD loss; the priorities use
   |delta_E| + beta |delta_I|.
 * The exploring policy (`ExploringPolicy`) is greedy on
   h^-1(Q_E) + beta h^-1(Q_I); with `arms` each actor slot has its own beta
@@ -25,12 +25,13 @@ intrinsic_head=True)`), on the same core as Q_E:
 * Per batch: the reward's input statistics take the batch's real
   observations and its return statistics the trace transitions' rewards
   (`observe`), the loss reads r_i with those statistics, then the
-  predictor takes one step on the same next observations (`train_step`).
+  reward's own learner (RND's predictor) takes one step on the same next
+  observations (`train_step`).
 
 `NguQBonus` pays NGU's reward (`intrinsic.ngu.NguReward`) instead: its
 exploring policy keeps each env's episodic memory in its state and
-records each observation's novelty in its info (`EPISODIC_NOVELTY`, so it
-is in replay); r_i is that novelty of the next observation times the RND
+records each observation's novelty in its info (`ngu.EPISODIC_NOVELTY`,
+so it is in replay); r_i is that novelty of the next observation times the RND
 modulator. A learnt embedding also takes one step per batch on the
 sequences' transitions (burn-in included), and its weights are the
 bonus's `acting_variables`.
@@ -40,6 +41,7 @@ import math
 
 import tensorflow as tf
 
+from tfa_explore.agents.intrinsic import ngu
 from tfa_explore.agents.r2d2 import exploration
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.agents.r2d2 import losses
@@ -47,7 +49,7 @@ from tfa_explore.agents.r2d2 import policy as r2d2_policy
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 EPISODIC_MEMORY = 'episodic_memory'
-EPISODIC_NOVELTY = 'episodic_novelty'
+EPISODIC_NOVELTY = ngu.EPISODIC_NOVELTY
 
 
 def mixed_action_values(extrinsic_q, intrinsic_q, intrinsic_weight,
@@ -153,11 +155,11 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
   """An intrinsic reward learnt by Q_I (the module docstring)."""
 
   def __init__(self, reward, arms=False, name='intrinsic_q_bonus'):
-    """Creates the bonus and its reward's optimizer slots.
+    """Creates the bonus.
 
     Args:
-      reward: an intrinsic reward with an episodic stream
-        (`non_episodic=False`): Q_I shares Q_E's episode ends.
+      reward: an `intrinsic.IntrinsicReward` with an episodic stream
+        (`stream.non_episodic` False): Q_I shares Q_E's episode ends.
       arms: each actor slot acts with its own beta (NGU's arms); False:
         every slot with beta = the reward's `coef`.
       name: Module name.
@@ -166,13 +168,12 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
       ValueError: a non-episodic reward.
     """
     super().__init__(name=name)
-    if reward.non_episodic:
+    if reward.stream.non_episodic:
       raise ValueError(
           'non_episodic must be False, got True: Q_I shares Q_E\'s episode '
           'ends (gin: intrinsic.rnd_intrinsic_reward.non_episodic).')
     self._reward = reward
     self._arms = bool(arms)
-    reward.build_optimizer()
 
   @property
   def reward(self):
@@ -195,7 +196,7 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
                            intrinsic_weight, agent.td_settings)
 
   def exploring_policy(self, agent, slots=None):
-    weight = float(self._reward.coef)
+    weight = float(self._reward.stream.coef)
     if slots is not None and self._arms:
       weight = tf.constant(
           slot_intrinsic_weights(*slots, max_weight=weight), tf.float32)[:,
@@ -212,22 +213,17 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
         lambda x: x[:, burn_in + 1:], trajectory.observation)
     return real, transitions, next_observations
 
-  def _rewards(self, agent, trajectory, next_observations, transitions,
-               update_statistics):
-    first_visits = self._reward.first_visits(trajectory.observation,
-                                             trajectory.step_type)
-    if first_visits is not None:
-      # Burn-in steps count as seen: the gate of each next observation.
-      first_visits = first_visits[:, agent.sequence_config.burn_in_steps + 1:]
-    return self._reward.rewards(next_observations,
-                                update_statistics=update_statistics,
-                                mask=transitions, first_visits=first_visits)
+  def _rewards(self, agent, trajectory, transitions, update_statistics):
+    # Burn-in steps are context: a first-visit gate counts them as seen.
+    return self._reward.rewards(
+        trajectory, first=agent.sequence_config.burn_in_steps + 1,
+        update_statistics=update_statistics, mask=transitions)
 
   def intrinsic_rewards(self, agent, trajectory):
     """`[B, T]` r_i of a batch's trace steps (zeros elsewhere); no update."""
-    _, transitions, next_observations = self._transitions(agent, trajectory)
-    rewards = self._rewards(agent, trajectory, next_observations,
-                            transitions, update_statistics=False)
+    _, transitions, _ = self._transitions(agent, trajectory)
+    rewards = self._rewards(agent, trajectory, transitions,
+                            update_statistics=False)
     bonus = rewards.normalized * tf.cast(transitions, tf.float32)
     batch_size = tf.shape(bonus)[0]
     return tf.concat([
@@ -241,7 +237,7 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
     dtype = errors.q_values.dtype
     exploring_q = mixed_action_values(
         online[rdqn.EXTRINSIC], online[rdqn.INTRINSIC],
-        float(self._reward.coef), settings.rescale_values,
+        float(self._reward.stream.coef), settings.rescale_values,
         settings.rescale_epsilon)
     rewards = tf.cast(
         self.intrinsic_rewards(agent, trajectory)[:, burn_in:], dtype)
@@ -251,24 +247,23 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
         tf.gather(online[rdqn.INTRINSIC], errors.actions, axis=-1,
                   batch_dims=2),
         errors.step_mask, settings, (agent.n_step,),
-        float(self._reward.discount))[agent.n_step]
+        float(self._reward.stream.discount))[agent.n_step]
     return exploration.ExplorationLoss(
         loss=agent.td_loss(intrinsic_errors, loss_weights),
-        priority_errors=float(self._reward.coef) * tf.abs(
+        priority_errors=float(self._reward.stream.coef) * tf.abs(
             intrinsic_errors.td_errors))
 
   def observe(self, agent, trajectory):
-    real, transitions, next_observations = self._transitions(agent,
-                                                             trajectory)
-    self._reward.update_observation_normalizer(tf.nest.map_structure(
+    real, transitions, _ = self._transitions(agent, trajectory)
+    self._reward.observe(tf.nest.map_structure(
         lambda x: tf.boolean_mask(x, real), trajectory.observation))
-    return self._rewards(agent, trajectory, next_observations, transitions,
+    return self._rewards(agent, trajectory, transitions,
                          update_statistics=True)
 
   def train_step(self, agent, trajectory, observed, loss_info):
     real, transitions, next_observations = self._transitions(agent,
                                                              trajectory)
-    predictor = self._reward.train_step(self._reward.training_inputs(
+    reward_loss = self._reward.train_step(self._reward.training_inputs(
         tf.nest.map_structure(lambda x: tf.boolean_mask(x, transitions),
                               next_observations)))
     novelty = self._train_novelty(trajectory, real)
@@ -277,8 +272,9 @@ class IntrinsicQBonus(exploration.ExplorationBonus):
     step = agent.train_step_counter
     self._reward.write_summaries(step, observed,
                                  tf.cast(transitions, tf.float32),
-                                 predictor.update_fraction)
-    tf.summary.scalar('Losses/predictor_loss', predictor.loss, step=step)
+                                 reward_loss.update_fraction)
+    tf.summary.scalar('Losses/intrinsic_reward_loss', reward_loss.loss,
+                      step=step)
     tf.summary.scalar('Losses/intrinsic_td_loss',
                       loss_info.extra.exploration_loss, step=step)
     if novelty is not None:
@@ -304,15 +300,6 @@ class NguQBonus(IntrinsicQBonus):
   @property
   def acting_variables(self):
     return self._reward.acting_variables
-
-  def _rewards(self, agent, trajectory, next_observations, transitions,
-               update_statistics):
-    # Recorded by the actor's policy when it saw each next observation.
-    novelty = trajectory.policy_info[EPISODIC_NOVELTY][
-        :, agent.sequence_config.burn_in_steps + 1:]
-    return self._reward.rewards(next_observations, novelty,
-                                update_statistics=update_statistics,
-                                mask=transitions)
 
   def _train_novelty(self, trajectory, real):
     # The embedding learns from every transition of the sequence's

@@ -13,15 +13,16 @@ train it. It overrides only what RND changes:
   combined as `ext_coef * A_E + int_coef * A_I`;
 * `_minibatch_loss`: the policy and both heads from one call of the
   networks (a shared torso runs once), and a value loss per head;
-* `_minibatch_update`: the component's own predictor step on the same
-  minibatch, after the policy's;
+* `_minibatch_update`: the component's own learner step (RND's
+  predictor) on the same minibatch, after the policy's;
 * `update_observation_normalizer` (`PPOLearner`'s once-per-batch hook):
-  the intrinsic-return filter, then the policy's and the RND input
-  normalisers.
+  the component's return statistics, then the policy's and the
+  component's input statistics.
 
-With `NoIntrinsicReward` (the PPO twin) the intrinsic head is never
-trained and the advantage is the extrinsic one: the updates are
-`EpochLoopPPOClipAgent`'s (tests/test_rnd_agent.py). One departure from
+The agent asks of the component only what `intrinsic.IntrinsicReward`
+declares, so any intrinsic reward plugs in. Without one (the PPO twin) the
+intrinsic head is never trained and the advantage is the extrinsic one:
+the updates are `EpochLoopPPOClipAgent`'s (tests/test_rnd_agent.py). One departure from
 `PPOAgent` applies to both: a truncated episode (LAST with discount 1)
 bootstraps from the value of its last observation, where `PPOAgent`
 treats it as terminated (`compute_return_and_advantage`).
@@ -67,7 +68,7 @@ RndPPOLossInfo = collections.namedtuple(
         'extrinsic_value_loss',
         'intrinsic_value_loss',
         'entropy_regularization_loss',
-        'predictor_loss',
+        'intrinsic_reward_loss',
         'clip_fraction',
     ),
 )
@@ -93,7 +94,7 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
   """
 
   LOSS_INFO_FIELDS = (('loss',) + RndPPOLossInfo._fields +
-                      ('entropy', 'predictor_update_fraction'))
+                      ('entropy', 'intrinsic_update_fraction'))
 
   def __init__(
       self,
@@ -134,9 +135,9 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
       value_net: Stateless network emitting `{'extrinsic', 'intrinsic'}`
         values, e.g. `tfa_explore.networks.DualValueNetwork`.
       intrinsic_reward: An `intrinsic.IntrinsicReward`, e.g.
-        `RndIntrinsicReward`; None (or `NoIntrinsicReward()`) makes the PPO
-        twin. It brings the intrinsic settings: weight of A_I (paper: 1),
-        gamma_I (paper: 0.99), non-episodic stream (paper: True).
+        `RndIntrinsicReward`; None makes the PPO twin. Its `stream` brings
+        the intrinsic settings: weight of A_I (paper: 1), gamma_I (paper:
+        0.99), non-episodic stream (paper: True).
       extrinsic_advantage_coef: Weight of A_E (paper: 2; 0 is pure
         curiosity).
       discount_factor: gamma_E (paper: 0.999).
@@ -206,19 +207,18 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
         summarize_grads_and_vars=summarize_grads_and_vars,
         train_step_counter=train_step_counter,
         name=name)
-    self._intrinsic_reward = intrinsic_reward or intrinsic.NoIntrinsicReward()
     self._extrinsic_advantage_coef = float(extrinsic_advantage_coef)
     # The twin never trains the intrinsic head (its loss is reported 0).
     self._trained_value_heads = (
-        (EXTRINSIC, INTRINSIC) if self._intrinsic_reward.enabled
-        else (EXTRINSIC,))
-
-  def _initialize(self):
-    super()._initialize()
-    self._intrinsic_reward.build_optimizer()
+        (EXTRINSIC,) if intrinsic_reward is None else (EXTRINSIC, INTRINSIC))
+    self._intrinsic_reward = (_NoIntrinsicReward() if intrinsic_reward is None
+                              else intrinsic_reward)
 
   @property
-  def intrinsic_reward(self) -> intrinsic.IntrinsicReward:
+  def intrinsic_reward(self) -> Optional[intrinsic.IntrinsicReward]:
+    """The component, None for the PPO twin."""
+    if isinstance(self._intrinsic_reward, _NoIntrinsicReward):
+      return None
     return self._intrinsic_reward
 
   # ----------------------------------------------------------- statistics ---
@@ -229,10 +229,10 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
 
     The public method `PPOLearner` calls once per collected batch; our
     `train` does the same work itself when `update_normalizers_in_train`.
-    In this order: the intrinsic-return filter takes the batch's raw
-    intrinsic rewards (the novelty of `o_1 .. o_T`, seen through the RND
-    normaliser before this batch), then the policy's and the intrinsic
-    reward's observation normalisers take the observations.
+    In this order: the component's return statistics take the batch's
+    rewards (of `o_1 .. o_T`, seen through its input statistics before
+    this batch), then the policy's and the component's input statistics
+    take the observations.
 
     Args:
       batched_observations: `[B, T + 1, ...]` (or `[T + 1, ...]`)
@@ -240,15 +240,14 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
       step_types: Their step types, for an intrinsic reward paid on first
         visits only (`PPOLearner` passes none: each row is one episode).
     """
-    if self._intrinsic_reward.enabled:
-      sequences = self._as_batch_of_sequences(batched_observations)
-      if step_types is not None:
-        step_types = tf.reshape(step_types,
-                                tf.shape(tf.nest.flatten(sequences)[0])[:2])
-      self._intrinsic_reward.rewards(
-          tf.nest.map_structure(lambda o: o[:, 1:], sequences),
-          update_statistics=True,
-          first_visits=self._next_first_visits(sequences, step_types))
+    sequences = self._as_batch_of_sequences(batched_observations)
+    outer_shape = tf.shape(tf.nest.flatten(sequences)[0])[:2]
+    step_types = (tf.fill(outer_shape, ts.StepType.MID) if step_types is None
+                  else tf.reshape(step_types, outer_shape))
+    self._intrinsic_reward.rewards(
+        intrinsic.Sequences(observation=sequences, step_type=step_types,
+                            policy_info=()),
+        first=1, update_statistics=True)
     self._update_observation_normalizers(batched_observations)
 
   def update_reward_normalizer(self, batched_rewards):
@@ -262,16 +261,7 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
   def _update_observation_normalizers(self, observations):
     if self._observation_normalizer:
       self._observation_normalizer.update(observations, outer_dims=[0, 1])
-    self._intrinsic_reward.update_observation_normalizer(observations)
-
-  def _next_first_visits(self, observations, step_types):
-    """The intrinsic gate of `o_1 .. o_T` from `[B, T + 1]` sequences."""
-    if step_types is None:
-      step_types = tf.fill(tf.shape(tf.nest.flatten(observations)[0])[:2],
-                           ts.StepType.MID)
-    first_visits = self._intrinsic_reward.first_visits(observations,
-                                                       step_types)
-    return None if first_visits is None else first_visits[:, 1:]
+    self._intrinsic_reward.observe(observations)
 
   def _as_batch_of_sequences(self, observations):
     """`[B, T, ...]` observations from `[B, T, ...]` or `[T, ...]`."""
@@ -336,18 +326,13 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
 
     # Intrinsic reward of transition t is the novelty of o_{t+1}.
     rewards = self._intrinsic_reward.rewards(
-        tf.nest.map_structure(lambda o: o[:, 1:], batched.observation),
-        update_statistics=self.update_normalizers_in_train,
-        first_visits=self._next_first_visits(batched.observation,
-                                             batched.step_type))
-    if self._intrinsic_reward.enabled:
-      intrinsic_advantages = maths.generalized_advantages(
-          rewards.normalized, values[INTRINSIC],
-          self._intrinsic_discounts(next_time_steps), self._lambda)
-      advantages += self._intrinsic_reward.coef * intrinsic_advantages
-      intrinsic_returns = intrinsic_advantages + values[INTRINSIC][:, :-1]
-    else:
-      intrinsic_returns = tf.zeros_like(returns)
+        batched, first=1, update_statistics=self.update_normalizers_in_train)
+    stream = self._intrinsic_reward.stream
+    intrinsic_advantages = maths.generalized_advantages(
+        rewards.normalized, values[INTRINSIC],
+        self._intrinsic_discounts(next_time_steps, stream), self._lambda)
+    advantages += stream.coef * intrinsic_advantages
+    intrinsic_returns = intrinsic_advantages + values[INTRINSIC][:, :-1]
 
     def _pad(x):
       return tf.concat([x, tf.zeros_like(x[:, :1])], axis=1)
@@ -366,9 +351,9 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
       new_info = nest_utils.unbatch_nested_tensors(new_info)
     return experience.replace(policy_info=new_info)
 
-  def _intrinsic_discounts(self, next_time_steps):
-    gamma = self._intrinsic_reward.discount
-    if self._intrinsic_reward.non_episodic:
+  def _intrinsic_discounts(self, next_time_steps, stream):
+    gamma = stream.discount
+    if stream.non_episodic:
       return maths.non_episodic_discounts(next_time_steps.step_type, gamma)
     return maths.episodic_discounts(next_time_steps.step_type,
                                     next_time_steps.discount, gamma)
@@ -418,23 +403,23 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
         extrinsic_value_loss=value_losses[EXTRINSIC],
         intrinsic_value_loss=value_losses[INTRINSIC],
         entropy_regularization_loss=entropy_loss,
-        predictor_loss=tf.constant(0.0),
+        intrinsic_reward_loss=tf.constant(0.0),
         clip_fraction=tf.convert_to_tensor(self._clip_fraction, tf.float32))
     parts = dict(extra._asdict(), loss=total,
                  entropy=tf.reduce_mean(entropy * weights),
-                 predictor_update_fraction=tf.constant(0.0))
+                 intrinsic_update_fraction=tf.constant(0.0))
     return tf_agent.LossInfo(loss=total, extra=extra), parts
 
   def _minibatch_update(self, batch, record_gradients):
     parts = super()._minibatch_update(batch, record_gradients)
-    predictor = self._intrinsic_reward.train_step(batch['intrinsic'])
-    parts.update(predictor_loss=predictor.loss,
-                 predictor_update_fraction=predictor.update_fraction)
+    reward_loss = self._intrinsic_reward.train_step(batch['intrinsic'])
+    parts.update(intrinsic_reward_loss=reward_loss.loss,
+                 intrinsic_update_fraction=reward_loss.update_fraction)
     return parts
 
   def _loss_info_of(self, values):
     return tf_agent.LossInfo(
-        loss=values['loss'] + values['predictor_loss'],
+        loss=values['loss'] + values['intrinsic_reward_loss'],
         extra=RndPPOLossInfo(
             **{name: values[name] for name in RndPPOLossInfo._fields}))
 
@@ -442,7 +427,7 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
     info = processed.policy_info
     losses = {name: means[name] for name in RndPPOLossInfo._fields +
               ('entropy',)}
-    losses['total_loss'] = means['loss'] + means['predictor_loss']
+    losses['total_loss'] = means['loss'] + means['intrinsic_reward_loss']
     losses['explained_variance_extrinsic'] = maths.explained_variance(
         info['value_prediction'], info['return'], weights)
     losses['explained_variance_intrinsic'] = maths.explained_variance(
@@ -452,4 +437,35 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
         self.train_step_counter,
         intrinsic.IntrinsicRewards(raw=info[RAW_INTRINSIC_REWARD],
                                    normalized=info[INTRINSIC_REWARD]),
-        weights, means['predictor_update_fraction'])
+        weights, means['intrinsic_update_fraction'])
+
+
+class _NoIntrinsicReward(intrinsic.IntrinsicReward):
+  """What the agent holds without a component: weight 0, zero rewards,
+  nothing to train, observe or write, so the PPO twin runs the same code."""
+
+  @property
+  def stream(self):
+    return intrinsic.IntrinsicStream(coef=0.0, discount=0.0,
+                                     non_episodic=False)
+
+  def rewards(self, experience, first=1, update_statistics=False, mask=None):
+    del update_statistics, mask
+    observation = tf.nest.flatten(experience.observation)[0]
+    zeros = tf.zeros(tf.shape(observation[:, first:])[:2], tf.float32)
+    return intrinsic.IntrinsicRewards(raw=zeros, normalized=zeros)
+
+  def training_inputs(self, observations):
+    del observations
+    return ()
+
+  def train_step(self, inputs):
+    del inputs
+    return intrinsic.IntrinsicLoss(loss=tf.constant(0.0),
+                                   update_fraction=tf.constant(0.0))
+
+  def observe(self, observations):
+    del observations
+
+  def write_summaries(self, step, rewards, weights, update_fraction):
+    del step, rewards, weights, update_fraction

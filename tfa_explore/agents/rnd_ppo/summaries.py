@@ -6,7 +6,8 @@ Tags (scalars at the agent's `train_step_counter`; the `Intrinsic/` and
 
 Losses/
   policy_gradient_loss, entropy_regularization_loss,
-  extrinsic_value_loss, intrinsic_value_loss, predictor_loss, total_loss,
+  extrinsic_value_loss, intrinsic_value_loss, intrinsic_reward_loss,
+  total_loss,
   entropy (weighted mean), clip_fraction   (all averaged over the update)
   explained_variance_extrinsic, explained_variance_intrinsic
 """

@@ -19,8 +19,8 @@ def warm_up_observation_normalizer(agent, environment,
                                    num_steps: int = gin.REQUIRED):
   """Steps a uniform random policy and feeds every observation to the
   intrinsic reward's observation normaliser (only that one: the policy's
-  normaliser and all networks are left untouched; a no-op for the PPO
-  twin's `NoIntrinsicReward`).
+  normaliser and all networks are left untouched; only steps for an agent
+  without one, the PPO twin).
 
   Suitable as the train_eval loop's `pre_training_fn(agent=, environment=)`.
 
@@ -37,7 +37,11 @@ def warm_up_observation_normalizer(agent, environment,
   """
   if num_steps < 0:
     raise ValueError(f'num_steps must be >= 0, got {num_steps}.')
-  update = tf.function(agent.intrinsic_reward.update_observation_normalizer)
+  reward = agent.intrinsic_reward
+  # Without a reward the environment still steps, so a twin and its RND run
+  # start from the same point.
+  update = (tf.function(reward.observe) if reward is not None
+            else lambda observations: None)
   if isinstance(environment, py_environment.PyEnvironment):
     return _warm_up_numpy(environment, update, num_steps)
   random_policy = random_tf_policy.RandomTFPolicy(

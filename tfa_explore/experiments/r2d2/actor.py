@@ -27,9 +27,9 @@ from tf_agents.trajectories import trajectory as trajectory_lib
 from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
-from tfa_explore.experiments import run_lock
+from tfa_explore.process import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
-from tfa_explore.experiments.r2d2 import retry
+from tfa_explore.process import retry
 
 ACTOR_DIR = 'actors'
 ACTOR = 'Actor'

@@ -264,8 +264,8 @@ class Builder:
     """
     env = self.settings.env_loader(seed=self.settings.seed)
     try:
-      self.replay.check_setup(env.time_step_spec(), env.action_spec(),
-                              getattr(env, 'env_id', None))
+      self.replay.check(env.time_step_spec(), env.action_spec(),
+                        getattr(env, 'env_id', None))
     finally:
       env.close()
 
@@ -298,6 +298,7 @@ class Builder:
     if not isinstance(agent, r2d2_agent.R2D2Agent):
       raise TypeError(
           f'agent_fn must build an R2D2Agent, got {type(agent).__name__}.')
+    replay_lib.check_agent(self.replay, agent)
     check_sequence_fits(agent.sequence_config, episode_limit)
     return env_id, agent
 
@@ -363,7 +364,8 @@ class Builder:
                    shared_state: SharedState) -> None:
     """Raises ValueError unless every table this run uses fits the agent."""
     info = client.server_info(timeout=60)
-    self.replay.check_server(info, shared_state.agent)
+    replay_lib.check_server(self.replay, info, shared_state.agent,
+                            self.settings)
     missing = [name for name in (VARIABLES_TABLE, PROGRESS_TABLE)
                if name not in info]
     if missing:

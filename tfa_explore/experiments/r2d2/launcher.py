@@ -25,7 +25,7 @@ import gin
 import reverb
 
 from tfa_explore import errors
-from tfa_explore.experiments import stop_signals
+from tfa_explore.process import stop_signals
 from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib

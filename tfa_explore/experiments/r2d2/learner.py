@@ -39,11 +39,11 @@ from tf_agents.utils import common
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import stop_signals
-from tfa_explore.experiments import run_lock
+from tfa_explore.process import stop_signals
+from tfa_explore.process import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
-from tfa_explore.experiments.r2d2 import retry
+from tfa_explore.process import retry
 from tfa_explore.replay import tables
 from tfa_explore.utils import summaries
 
@@ -147,7 +147,6 @@ class Learner:
         epsilon for actor in range(settings.num_actors)
         for epsilon in self.agent.actor_epsilons(
             actor, settings.num_actors, settings.envs_per_actor)]
-    self._replay.check_agent(self.agent)
     self._shared_state = builder_lib.SharedState(self.agent)
     self.env_steps = self._shared_state.env_steps
     num_episodes = tf.Variable(0, dtype=tf.int64, name='num_episodes')
@@ -157,7 +156,6 @@ class Learner:
     builder.check_server(self._client, self._shared_state)
     self._variables = builder_lib.SharedVariables(replay_server,
                                                   self._shared_state)
-    self._replay_state = self._replay.learner_state()
     self._checkpointer = run_kit.Checkpointer(
         self.run_dir, self.env_steps,
         policies={run_kit.GREEDY_POLICY: self.agent.policy,
@@ -165,7 +163,7 @@ class Learner:
         train_step=self.train_step,
         max_to_keep=settings.max_checkpoints_to_keep,
         agent=self.agent, env_steps=self.env_steps,
-        num_episodes=num_episodes, **self._replay_state)
+        num_episodes=num_episodes)
     self._checkpointer.restore()
     self.run_dir.write_operative_config(step=self.env_steps)
     self._evaluator = evaluation.Evaluator(
@@ -174,8 +172,10 @@ class Learner:
         success_threshold=settings.eval_success_threshold)
     self._progress = ProgressReader(self._client, self.env_steps,
                                     num_episodes, settings.num_slots)
-    self._replay_rates = replay_lib.ReplayRates(self._client, self._replay)
-    self._updater = self._replay.priority_updater(replay_server)
+    self._replay_rates = replay_lib.ReplayRates(
+        self._client, replay_lib.table_names(self._replay, self.agent,
+                                             settings))
+    self._updater = None
     # One call per learner step takes the batch from the iterator inside
     # the graph: passing the nested batch in from Python cost more CPU
     # (packing it, then matching it to the traced signature) than the
@@ -191,25 +191,22 @@ class Learner:
   # --- named steps ----------------------------------------------------------
 
   def prepare_replay(self) -> None:
-    """The strategy's tables made ready (e.g. demonstrations written)."""
-    self._replay.prepare(self._client, self.agent, self._env_id)
-    self._dataset = self._replay.dataset(
-        self._replay_server, self.agent, self._settings.batch_size,
-        self._settings.seed,
-        int(min(self._settings.sample_timeout_seconds,
-                SAMPLE_POLL_SECONDS) * 1000))
-
-  def pretrain(self) -> None:
-    """The strategy's steps before any acting (R2D3: on demonstrations)."""
+    """The strategy's tables made ready and its steps before any acting
+    (R2D3: demonstrations written, pre-training), then its batches."""
     with self._summary_context():
-      loss_info = self._replay.pretrain(
-          self.agent, self._replay_server, self._settings.batch_size,
-          self._replay_state)
+      loss_info = self._replay.prepare(
+          self._client, self._replay_server, self.agent, self._env_id,
+          self._settings.batch_size)
     if loss_info is not None:
       # The actors' first weights, evaluated and saved so that a resume
       # does not pre-train again.
       self._last_eval = self._evaluator(int(self.env_steps))
       self.checkpoint()
+    self._dataset, self._updater = self._replay.sampling(
+        self._replay_server, self.agent, self._settings.batch_size,
+        self._settings.seed,
+        int(min(self._settings.sample_timeout_seconds,
+                SAMPLE_POLL_SECONDS) * 1000))
 
   def publish(self) -> None:
     """Pushes weights and counters to the actors."""
@@ -318,7 +315,6 @@ class Learner:
     """Trains until the actors took `num_env_steps`; the final evaluation."""
     settings = self._settings
     self.prepare_replay()
-    self.pretrain()
     self.publish()
     progress_log = run_kit.ProgressLog(settings.num_env_steps,
                                        settings.log_interval,

@@ -44,8 +44,8 @@ import ray
 from ray.util import scheduling_strategies
 
 from tfa_explore import errors
-from tfa_explore.experiments import console
-from tfa_explore.experiments import ray_restarts
+from tfa_explore.process import console
+from tfa_explore.process import ray_restarts
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import launcher

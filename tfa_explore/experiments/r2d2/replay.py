@@ -9,14 +9,17 @@ demonstration branches:
 * `experiments.r2d3.DemonstrationReplay` (R2D3): the same agent table plus
   demonstration tables, mixed at ratio rho (R2D2 is the mix with rho = 0).
 
-Every method is called in one role: the server builds `make_tables`, the
-launcher calls `check_setup` before anything starts, actors take
-`writer_kwargs`, and the learner the rest, in the order listed.
+Each member serves one role: the launcher calls `check` before anything
+starts and the builder checks the agent against `agent_class`; the server
+builds `make_tables` (and every role checks a live server against the same
+tables); actors take `writer_kwargs`; the learner calls `prepare`, then
+samples from `sampling`. What is the same for every strategy (checking a
+live server, the `Replay/*` values of each table) is done here, once.
 """
 
 import abc
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import reverb
 import tensorflow as tf
@@ -24,81 +27,58 @@ from tf_agents.replay_buffers import reverb_replay_buffer
 from tf_agents.specs import tensor_spec
 
 from tfa_explore import errors
+from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
 from tfa_explore.replay import tables
 
-# The agent's own sequences (every strategy has this table).
+# The agent's own sequences (every strategy has this table, first).
 AGENT_TABLE = 'r2d2_sequences'
 
 
 class ReplayStrategy(abc.ABC):
   """The replay side of an R2D2-family run; see the module docstring."""
 
-  # --- server ---------------------------------------------------------------
+  # The agent class this replay's batches train (the builder checks it).
+  agent_class = r2d2_agent.R2D2Agent
 
   @abc.abstractmethod
-  def make_tables(self, agent, settings) -> List[reverb.Table]:
-    """The replay tables (the agent table first), from the agent's specs."""
-
-  @abc.abstractmethod
-  def check_server(self, server_info: Mapping[str, Any], agent) -> None:
-    """Raises ValueError unless the server has fitting replay tables."""
-
-  # --- launcher -------------------------------------------------------------
-
-  @abc.abstractmethod
-  def check_setup(self, time_step_spec, action_spec,
-                  env_id: Optional[str]) -> None:
+  def check(self, time_step_spec, action_spec,
+            env_id: Optional[str]) -> None:
     """Cheap checks of the strategy's inputs before any process starts.
 
     Raises:
       errors.ConfigError: naming the gin parameter at fault.
     """
 
-  # --- actors ---------------------------------------------------------------
+  @abc.abstractmethod
+  def make_tables(self, agent, settings) -> List[reverb.Table]:
+    """The replay tables (the agent table first), from the agent's specs."""
 
   @abc.abstractmethod
   def writer_kwargs(self) -> Dict[str, Any]:
     """Extra `BatchedSequenceWriter` arguments of the actors."""
 
-  # --- learner --------------------------------------------------------------
-
   @abc.abstractmethod
-  def check_agent(self, agent) -> None:
-    """Raises errors.ConfigError unless `agent` can train on this replay."""
+  def prepare(self, client: reverb.Client, server_address: str, agent,
+              env_id: Optional[str], batch_size: int):
+    """Makes the tables ready and trains what comes before acting.
 
-  @abc.abstractmethod
-  def learner_state(self) -> Dict[str, tf.Variable]:
-    """New variables the learner checkpoints for this strategy, by name."""
-
-  @abc.abstractmethod
-  def prepare(self, client: reverb.Client, agent,
-              env_id: Optional[str]) -> None:
-    """Makes the tables ready before the learner samples (e.g. fills them)."""
-
-  @abc.abstractmethod
-  def pretrain(self, agent, server_address: str, batch_size: int,
-               learner_state: Dict[str, tf.Variable]):
-    """Learner steps before the actors get their first weights.
+    Called by the learner once per start, after its checkpoint is restored
+    and before `sampling` (R2D3 writes the demonstrations and pre-trains).
 
     Returns:
-      The last `LossInfo`, or None if there was nothing to do.
+      The last `LossInfo` of steps taken before acting, or None.
     """
 
   @abc.abstractmethod
-  def dataset(self, server_address: str, agent, batch_size: int, seed: int,
-              rate_limiter_timeout_ms: int) -> tf.data.Dataset:
-    """The learner's `(experience, sample_info)` batches."""
-
-  @abc.abstractmethod
-  def priority_updater(self, server_address: str):
-    """`updater((experience, sample_info), loss_info)` writes priorities."""
-
-  @abc.abstractmethod
-  def summaries(self, server_info: Mapping[str, Any]) -> Dict[str, float]:
-    """`Replay/*` values: table sizes and cumulative insert/sample counts."""
+  def sampling(self, server_address: str, agent, batch_size: int, seed: int,
+               rate_limiter_timeout_ms: int
+               ) -> Tuple[tf.data.Dataset, Any]:
+    """The learner's `(experience, sample_info)` batches and the updater
+    `updater((experience, sample_info), loss_info)` that writes their new
+    priorities."""
 
 
 class AgentReplay(ReplayStrategy):
@@ -111,24 +91,7 @@ class AgentReplay(ReplayStrategy):
   def __repr__(self):
     return 'AgentReplay()'
 
-  def make_tables(self, agent, settings):
-    return [tables.make_prioritized_table(
-        AGENT_TABLE,
-        max_size=settings.replay_capacity,
-        collect_data_spec=agent.collect_data_spec,
-        sequence_length=agent.sequence_config.sequence_length,
-        samples_per_insert=settings.samples_per_insert,
-        min_size_to_sample=settings.min_size_to_sample,
-        priority_exponent=settings.priority_exponent)]
-
-  def check_server(self, server_info, agent):
-    tables.check_sequence_tables(
-        server_info, [AGENT_TABLE], agent.collect_data_spec,
-        agent.sequence_config.sequence_length,
-        missing_hint=('start train/replay_server.py with the same gin '
-                      'file.'))
-
-  def check_setup(self, time_step_spec, action_spec, env_id):
+  def check(self, time_step_spec, action_spec, env_id):
     """The env's actions must be one discrete scalar, as R2D2's Q-network's.
 
     Checked here, before any process starts, so that a continuous env is
@@ -146,38 +109,57 @@ class AgentReplay(ReplayStrategy):
           f'scalar integer action), but {env} has action spec {spec}.'
       ) from e
 
+  def make_tables(self, agent, settings):
+    return [tables.make_prioritized_table(
+        AGENT_TABLE,
+        max_size=settings.replay_capacity,
+        collect_data_spec=agent.collect_data_spec,
+        sequence_length=agent.sequence_config.sequence_length,
+        samples_per_insert=settings.samples_per_insert,
+        min_size_to_sample=settings.min_size_to_sample,
+        priority_exponent=settings.priority_exponent)]
+
   def writer_kwargs(self):
     return {}
 
-  def check_agent(self, agent):
-    del agent  # Any R2D2Agent trains on its own sequences.
-
-  def learner_state(self):
-    return {}
-
-  def prepare(self, client, agent, env_id):
-    del client, agent, env_id  # The actors fill the agent table.
-
-  def pretrain(self, agent, server_address, batch_size, learner_state):
-    del agent, server_address, batch_size, learner_state
+  def prepare(self, client, server_address, agent, env_id, batch_size):
+    del client, server_address, agent, env_id, batch_size  # Actors fill it.
     return None
 
-  def dataset(self, server_address, agent, batch_size, seed,
-              rate_limiter_timeout_ms):
+  def sampling(self, server_address, agent, batch_size, seed,
+               rate_limiter_timeout_ms):
     del seed  # Reverb's prioritized sampling is not seeded.
-    return replay_dataset.replay_dataset(
+    dataset = replay_dataset.replay_dataset(
         agent_table_buffer(server_address, agent, rate_limiter_timeout_ms),
         agent, batch_size)
+    return dataset, priority_updater.PriorityUpdater(server_address,
+                                                     AGENT_TABLE)
 
-  def priority_updater(self, server_address):
-    return priority_updater.PriorityUpdater(server_address, AGENT_TABLE)
 
-  def summaries(self, server_info):
-    info = server_info[AGENT_TABLE]
-    stats = info.rate_limiter_info
-    return {'size': info.current_size,
-            'inserted': stats.insert_stats.completed,
-            'sampled': stats.sample_stats.completed}
+def check_agent(strategy: ReplayStrategy, agent) -> None:
+  """Raises errors.ConfigError unless `agent` trains on `strategy`'s batches."""
+  if not isinstance(agent, strategy.agent_class):
+    raise errors.ConfigError(
+        f'r2d2.Settings.replay = {type(strategy).__name__}(...) needs an '
+        f'{strategy.agent_class.__name__}: bind r2d2.Settings.agent_fn to a '
+        f'factory that builds one; it built an {type(agent).__name__}.')
+
+
+def check_server(strategy: ReplayStrategy, server_info, agent,
+                 settings) -> None:
+  """Raises ValueError unless the server has the strategy's tables, each
+  holding the agent's sequences."""
+  tables.check_sequence_tables(
+      server_info, table_names(strategy, agent, settings),
+      agent.collect_data_spec, agent.sequence_config.sequence_length,
+      missing_hint=(f'the gin config sets r2d2.Settings.replay = '
+                    f'{strategy!r}; start train/replay_server.py with the '
+                    'same gin file.'))
+
+
+def table_names(strategy: ReplayStrategy, agent, settings) -> List[str]:
+  """The names of `strategy.make_tables`, the agent table first."""
+  return [table.name for table in strategy.make_tables(agent, settings)]
 
 
 def agent_table_buffer(server_address, agent, rate_limiter_timeout_ms):
@@ -189,15 +171,26 @@ def agent_table_buffer(server_address, agent, rate_limiter_timeout_ms):
 
 
 class ReplayRates:
-  """`Replay/*` values of a strategy plus insert/sample rates per second."""
+  """`Replay/*` values of every table plus insert/sample rates per second.
 
-  def __init__(self, client: reverb.Client, strategy: ReplayStrategy):
+  The agent table's are `size`, `inserted` and `sampled` (cumulative), the
+  rates from them; another table's are `<table name>/size`, ... .
+  """
+
+  def __init__(self, client: reverb.Client, names: List[str]):
     self._client = client
-    self._strategy = strategy
+    self._names = list(names)
     self._previous = None
 
   def __call__(self) -> Dict[str, float]:
-    values = self._strategy.summaries(self._client.server_info())
+    info = self._client.server_info()
+    values = {}
+    for name in self._names:
+      stats = info[name].rate_limiter_info
+      prefix = '' if name == AGENT_TABLE else name + '/'
+      values.update({f'{prefix}size': info[name].current_size,
+                     f'{prefix}inserted': stats.insert_stats.completed,
+                     f'{prefix}sampled': stats.sample_stats.completed})
     now = time.time()
     current = (now, values['inserted'], values['sampled'])
     if self._previous is not None:

@@ -1,12 +1,12 @@
 """A quiet console for the binaries: our lines, not TensorFlow's start-up.
 
-Before its first progress line a run used to print TensorFlow's C++
-start-up (the CUDA probe, cuDNN/cuFFT/cuBLAS factory registration, CPU
-instructions, TensorRT), the legacy `gym` package's notice (gym prints it
-when imported, and TF-Agents imports gym), autograph's SyntaxWarnings about
-the code it generates, TF's deprecation of `ReplayBuffer.gather_all`, and
-absl/TF INFO and WARNING lines from PolicySaver and SavedModel at every
-checkpoint. By default the binaries in train/ drop all of that and keep:
+Left alone, a run prints TensorFlow's C++ start-up (the CUDA probe,
+cuDNN/cuFFT/cuBLAS factory registration, CPU instructions, TensorRT), the
+legacy `gym` package's notice (gym prints it when imported, and TF-Agents
+imports gym), autograph's SyntaxWarnings about the code it generates, TF's
+deprecation of `ReplayBuffer.gather_all`, and absl/TF INFO and WARNING
+lines from PolicySaver and SavedModel at every checkpoint. By default the
+binaries in train/ drop all of that and keep:
 
 * every record logged by tfa_explore or by the binary itself (progress,
   evaluation, checkpoint and resume lines), prefixed with the time only;
