@@ -22,10 +22,10 @@ train it. It overrides only what RND changes:
 The agent asks of the component only what `intrinsic.IntrinsicReward`
 declares, so any intrinsic reward plugs in. Without one (the PPO twin) the
 intrinsic head is never trained and the advantage is the extrinsic one:
-the updates are `EpochLoopPPOClipAgent`'s (tests/test_rnd_agent.py). One departure from
-`PPOAgent` applies to both: a truncated episode (LAST with discount 1)
-bootstraps from the value of its last observation, where `PPOAgent`
-treats it as terminated (`compute_return_and_advantage`).
+the updates are `EpochLoopPPOClipAgent`'s (tests/test_rnd_agent.py). One
+departure from `PPOAgent` applies to both: a truncated episode (LAST with
+discount 1) bootstraps from the value of its last observation, where
+`PPOAgent` treats it as terminated (`compute_return_and_advantage`).
 
 Values are computed in `train` (`compute_value_and_advantage_in_train`),
 because `PPOPolicy` records a single scalar value in its info when it
