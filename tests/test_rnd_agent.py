@@ -500,6 +500,8 @@ class RndPPOAgentTest(_TestCase):
     info = processed.policy_info
     self.assertAllEqual(info[agent_lib.INTRINSIC_REWARD],
                         np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
+    self.assertAllEqual(info[agent_lib.INTRINSIC_RETURN],
+                        np.zeros((NUM_ENVS, ROLLOUT_LENGTH)))
     # advantage = 2 * A_E with A_E = return - V_E (TD(lambda) returns).
     extrinsic_advantages = (info['return'] -
                             info['value_prediction']).numpy()[:, :-1]

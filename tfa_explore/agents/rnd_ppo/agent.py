@@ -327,12 +327,16 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
     # Intrinsic reward of transition t is the novelty of o_{t+1}.
     rewards = self._intrinsic_reward.rewards(
         batched, first=1, update_statistics=self.update_normalizers_in_train)
-    stream = self._intrinsic_reward.stream
-    intrinsic_advantages = maths.generalized_advantages(
-        rewards.normalized, values[INTRINSIC],
-        self._intrinsic_discounts(next_time_steps, stream), self._lambda)
-    advantages += stream.coef * intrinsic_advantages
-    intrinsic_returns = intrinsic_advantages + values[INTRINSIC][:, :-1]
+    if self.intrinsic_reward is None:
+      # The twin: no intrinsic stream, so no intrinsic returns to compute.
+      intrinsic_returns = tf.zeros_like(returns)
+    else:
+      stream = self._intrinsic_reward.stream
+      intrinsic_advantages = maths.generalized_advantages(
+          rewards.normalized, values[INTRINSIC],
+          self._intrinsic_discounts(next_time_steps, stream), self._lambda)
+      advantages += stream.coef * intrinsic_advantages
+      intrinsic_returns = intrinsic_advantages + values[INTRINSIC][:, :-1]
 
     def _pad(x):
       return tf.concat([x, tf.zeros_like(x[:, :1])], axis=1)
