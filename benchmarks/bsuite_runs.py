@@ -42,7 +42,10 @@ TAIL_LINES = 20
 POLL_SECONDS = 0.2
 SOLVED_POLL_SECONDS = 30  # --stop_when_solved: how often a run's log is read
 PROGRESS_SECONDS = 60  # a progress line per running run this often
-STOP_SECONDS = 30  # an interrupted sweep's runs get this long to end
+# An interrupted sweep's runs get this long to end. Ours save their
+# checkpoint first, then stop their actors and replay server: at load 10 on
+# 2 cores that took over 30 s.
+STOP_SECONDS = 120
 
 
 def bsuite_journal_module():
