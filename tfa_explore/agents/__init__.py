@@ -2,10 +2,11 @@
 
 * `RndPPOAgent`: PPO-Clip with Random Network Distillation (Burda et al.
   2018); `RndIntrinsicReward` is its intrinsic reward component and
-  `warm_up_observation_normalizer` the RND normaliser's warm-up.
+  `warm_up_observation_normalizer` the RND normaliser's warm-up. Any
+  `IntrinsicReward` (six members) takes RND's place.
 * `R2D2Agent`: recurrent replay distributed DQN (Kapturowski et al. 2019),
   trained on `PrioritizedSequences` with stored recurrent state; it can
-  hold the same `RndIntrinsicReward` as an exploration bonus.
+  hold the same intrinsic rewards as an exploration bonus.
 * `R2D3Agent`: R2D2 learning from demonstrations (Paine et al. 2019).
 * `EpochLoopPPOClipAgent`: TF-Agents' `PPOClipAgent` with its epochs in a
   graph loop (the same updates, traced once in seconds).
