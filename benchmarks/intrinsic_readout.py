@@ -91,10 +91,7 @@ def readout(agent, py_env, env, num_steps, policy, seed):
 
 def novelty(component, observations):
   """RND's normalised reward of `[B, T]` observations, with no gate."""
-  raw = component.raw_rewards(observations)
-  if not component.normalize_returns:
-    return raw
-  return component.return_normalizer.normalize(raw)
+  return component.normalized(component.raw_rewards(observations))
 
 
 def refit(agent, observations, num_steps):

@@ -296,15 +296,19 @@ class RndIntrinsicReward(IntrinsicReward):
     if self._first_visits_only:
       gate = self.first_visits(observations, experience.step_type)[:, first:]
       raw *= tf.cast(gate, raw.dtype)
-    if not self._normalize_returns:
-      return IntrinsicRewards(raw=raw, normalized=raw)
-    if not update_statistics:
-      return IntrinsicRewards(
-          raw=raw, normalized=self._return_normalizer.normalize(raw))
+    if not (update_statistics and self._normalize_returns):
+      return IntrinsicRewards(raw=raw, normalized=self.normalized(raw))
     filtered_returns = self._return_normalizer.update(raw, mask)
     with tf.control_dependencies([filtered_returns]):
-      normalized = self._return_normalizer.normalize(raw)
+      normalized = self.normalized(raw)
     return IntrinsicRewards(raw=raw, normalized=normalized)
+
+  def normalized(self, raw):
+    """Raw rewards over the running std of intrinsic returns (unchanged
+    without `normalize_returns`); no state change."""
+    if not self._normalize_returns:
+      return raw
+    return self._return_normalizer.normalize(raw)
 
   def training_inputs(self, observations):
     # Inputs and target features stay fixed during the agent's update: the

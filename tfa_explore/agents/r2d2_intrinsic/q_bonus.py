@@ -31,8 +31,8 @@ intrinsic_head=True)`), on the same core as Q_E:
 `NguQBonus` pays NGU's reward (`intrinsic.ngu.NguReward`) instead: its
 exploring policy keeps each env's episodic memory in its state and
 records each observation's novelty in its info (`ngu.EPISODIC_NOVELTY`,
-so it is in replay); r_i is that novelty of the next observation times the RND
-modulator. A learnt embedding also takes one step per batch on the
+so it is in replay); r_i is that novelty of the next observation times the
+RND modulator. A learnt embedding also takes one step per batch on the
 sequences' transitions (burn-in included), and its weights are the
 bonus's `acting_variables`.
 """
