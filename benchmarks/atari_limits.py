@@ -76,17 +76,17 @@ def compute_limit(batch_size, repeats):
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tf_agents.specs import tensor_spec  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import atari  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import rnd_ppo  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import ppo  # pylint: disable=g-import-not-at-top
   from tfa_explore.networks import shared_torso  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
 
   runner.parse_gin([RND_GIN], [])
   environment = atari.load('ALE/MontezumaRevenge-v5', seed=0)
-  agent = rnd_ppo.rnd_ppo_agent(
+  agent = ppo.ppo_clip_agent(
       time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),
       action_spec=tensor_spec.from_spec(environment.action_spec()),
       train_step_counter=tf.Variable(0, dtype=tf.int64))
-  num_epochs = gin.query_parameter('rnd_ppo.rnd_ppo_agent.num_epochs')
+  num_epochs = gin.query_parameter('ppo.ppo_clip_agent.num_epochs')
   observation_spec = agent.time_step_spec.observation
   frames = tf.TensorSpec([1] + observation_spec.shape.as_list(),
                          observation_spec.dtype)

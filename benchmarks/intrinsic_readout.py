@@ -30,7 +30,7 @@ import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
 from tfa_explore.environments import minigrid
-from tfa_explore.experiments import rnd_ppo
+from tfa_explore.experiments import ppo
 from tfa_explore.experiments import runner
 
 ACTIONS = ('left', 'right', 'forward', 'pickup', 'drop', 'toggle', 'done')
@@ -38,7 +38,7 @@ ACTIONS = ('left', 'right', 'forward', 'pickup', 'drop', 'toggle', 'done')
 
 def restore_agent(root_dir, env):
   train_step = tf.Variable(0, dtype=tf.int64)
-  agent = rnd_ppo.rnd_ppo_agent(env.time_step_spec(), env.action_spec(),
+  agent = ppo.ppo_clip_agent(env.time_step_spec(), env.action_spec(),
                                 train_step_counter=train_step)
   path = tf.train.latest_checkpoint(f'{root_dir}/checkpoints')
   if path is None:

@@ -109,7 +109,7 @@ def main(argv):
       eval_binding = 'r2d2.Settings.num_eval_episodes = 1'
     else:
       budgets = [1]  # one iteration
-      eval_binding = 'on_policy.train_eval.num_eval_episodes = 1'
+      eval_binding = 'on_policy.Settings.num_eval_episodes = 1'
     points = []
     peak = 0
     for budget in budgets:

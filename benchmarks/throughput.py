@@ -92,10 +92,10 @@ RND_TASKS = {
 MONTEZUMA_GIN = 'gin/rnd_ppo/montezuma.gin'
 CLEANRL_ENV_ID = 'MontezumaRevengeNoFrameskip-v4'
 CLEANRL_ENVS, CLEANRL_STEPS = 8, 128  # ppo_atari.py's defaults, as the gin file
-TWO_TORSOS = ('rnd_ppo.rnd_ppo_agent.shared_torso = False',
-              'rnd_ppo.rnd_ppo_agent.torso_fc_layers = ()',
-              'rnd_ppo.rnd_ppo_agent.actor_fc_layers = (256, 448)',
-              'rnd_ppo.rnd_ppo_agent.value_fc_layers = (256, 448)')
+TWO_TORSOS = ('ppo.ppo_clip_agent.shared_torso = False',
+              'ppo.ppo_clip_agent.torso_fc_layers = ()',
+              'ppo.ppo_clip_agent.actor_fc_layers = (256, 448)',
+              'ppo.ppo_clip_agent.value_fc_layers = (256, 448)')
 SHORT_WARM_UP = ('warm_up_observation_normalizer.num_steps = 64',)
 SOLVED_RETURN = 475.0  # CartPole-v1's reward threshold (gymnasium)
 
@@ -209,7 +209,7 @@ def report_cleanrl(args):
     for label in results:
       if label in (ours_label, subprocess_label):
         bindings = SHORT_WARM_UP + (
-            ('on_policy.train_eval.parallel_envs = True',)
+            ('on_policy.Settings.parallel_envs = True',)
             if label == subprocess_label else ())
         result = measure_steady(MONTEZUMA_GIN, 'ours', args.warmup,
                                 args.iterations, bindings, tree=True)
@@ -248,15 +248,15 @@ def report_window(args):
   file's envs and with one subprocess per env, interleaved."""
   layouts = {'as shipped': ((), None),
              'one subprocess per env':
-                 (('on_policy.train_eval.parallel_envs = True',), None)}
+                 (('on_policy.Settings.parallel_envs = True',), None)}
   for setting in args.window_env:
     # e.g. ONEDNN_MAX_CPU_ISA=AVX2: this CPU's kernels capped to another's.
     name, _, value = setting.partition('=')
     layouts[f'as shipped, {setting}'] = ((), dict(os.environ, **{name: value}))
   bindings = SHORT_WARM_UP + (
-      'NUM_ENV_STEPS = 20000', 'on_policy.train_eval.log_interval = 1024',
-      'on_policy.train_eval.eval_interval = 100000000',
-      'on_policy.train_eval.checkpoint_interval = 100000000')
+      'NUM_ENV_STEPS = 20000', 'on_policy.Settings.log_interval = 1024',
+      'on_policy.Settings.eval_interval = 100000000',
+      'on_policy.Settings.checkpoint_interval = 100000000')
   results = {label: [] for label in layouts}
   with tempfile.TemporaryDirectory() as work_dir:
     for repeat in range(args.repeats):

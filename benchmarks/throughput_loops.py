@@ -23,8 +23,57 @@ def _cpu_seconds():
 
 
 def _setting(name):
-  """What the parsed gin files bind to on_policy.train_eval's `name`."""
-  return common.gin_value(f'on_policy.train_eval.{name}')
+  """What the parsed gin files bind to on_policy.Settings' `name`."""
+  return common.gin_value(f'on_policy.Settings.{name}')
+
+
+def _stock_ppo_clip_agent(time_step_spec, action_spec, train_step):
+  """TF-Agents' own PPOClipAgent with the gin file's `ppo.ppo_clip_agent`
+  settings, on TF-Agents' own networks: the peer of our loop and agent.
+
+  Only for files that train on the full batch with one value head's worth
+  of settings (CartPole); the peer has no minibatches or intrinsic reward.
+  """
+  from tf_agents.agents.ppo import ppo_clip_agent  # pylint: disable=g-import-not-at-top
+  from tf_agents.networks import actor_distribution_network  # pylint: disable=g-import-not-at-top
+  from tf_agents.networks import value_network  # pylint: disable=g-import-not-at-top
+  from tfa_explore.utils import optimizers  # pylint: disable=g-import-not-at-top
+
+  def value(name, default=None):
+    try:
+      return common.gin_value(f'ppo.ppo_clip_agent.{name}')
+    except ValueError:  # Not bound: the factory's default.
+      return default
+
+  if value('num_minibatches') != 1 or value('intrinsic_reward') is not None:
+    raise ValueError('The stock peer takes full-batch plain PPO files only.')
+  activation = value('activation_fn').scoped_configurable_fn
+  observation_spec = time_step_spec.observation
+  actor_net = actor_distribution_network.ActorDistributionNetwork(
+      observation_spec, action_spec,
+      fc_layer_params=tuple(value('actor_fc_layers')),
+      activation_fn=activation)
+  value_net = value_network.ValueNetwork(
+      observation_spec, fc_layer_params=tuple(value('value_fc_layers')),
+      activation_fn=activation)
+  agent = ppo_clip_agent.PPOClipAgent(
+      time_step_spec, action_spec,
+      optimizer=optimizers.adam_optimizer(
+          value('learning_rate'), value('learning_rate_decay_steps'),
+          value('adam_epsilon', 1e-5)),
+      actor_net=actor_net, value_net=value_net, greedy_eval=True,
+      importance_ratio_clipping=value('importance_ratio_clipping'),
+      lambda_value=value('lambda_value'),
+      discount_factor=value('discount_factor'),
+      entropy_regularization=value('entropy_regularization'),
+      value_pred_loss_coef=value('value_pred_loss_coef'),
+      num_epochs=value('num_epochs'), use_gae=True,
+      normalize_rewards=False,
+      normalize_observations=value('normalize_observations'),
+      gradient_clipping=value('gradient_clipping'),
+      train_step_counter=train_step)
+  agent.initialize()
+  return agent
 
 
 def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
@@ -106,7 +155,6 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
         preprocess(experience)
         split['preprocess (in train)'] += _cpu_seconds() - cpu
   else:
-    from tf_agents.agents.ppo import ppo_clip_agent  # pylint: disable=g-import-not-at-top
     from tf_agents.drivers import dynamic_step_driver  # pylint: disable=g-import-not-at-top
     from tf_agents.environments import batched_py_environment  # pylint: disable=g-import-not-at-top
     from tf_agents.environments import tf_py_environment  # pylint: disable=g-import-not-at-top
@@ -115,10 +163,8 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
         batched_py_environment.BatchedPyEnvironment(
             [env_loader(seed=s) for s in batched.env_seeds(seed, num_envs)],
             multithreading=False))
-    agent = agent_fn(time_step_spec=environment.time_step_spec(),
-                     action_spec=environment.action_spec(),
-                     train_step_counter=train_step,
-                     agent_class=ppo_clip_agent.PPOClipAgent)
+    agent = _stock_ppo_clip_agent(environment.time_step_spec(),
+                                  environment.action_spec(), train_step)
     replay_buffer = tf_uniform_replay_buffer.TFUniformReplayBuffer(
         agent.collect_data_spec, batch_size=num_envs,
         max_length=rollout_length)

@@ -336,7 +336,7 @@ class RunTest(_TestCase):
       f.write(test_bsuite_sweep.TINY_PPO_GIN)
     # 3 evaluation episodes, so that journaling them would show.
     runner.run(root_dir, [gin_file], [
-        'NUM_EPISODES = 7', 'on_policy.train_eval.num_eval_episodes = 3'])
+        'NUM_EPISODES = 7', 'on_policy.Settings.num_eval_episodes = 3'])
     # 2 envs x 10 steps per iteration: one episode per env per iteration,
     # so the run stops after the 4th iteration (8 episodes >= 7).
     self.assertEqual(_episodes_in_journals(root_dir), 8)
@@ -354,10 +354,10 @@ class RunTest(_TestCase):
     with mock.patch.object(deep_sea_sweep, 'NUM_EPISODES', 6), \
         self.assertLogs('absl', level='INFO') as logs:
       runner.run(root_dir, [gin_file],
-                 ['on_policy.train_eval.log_interval = 20'])
+                 ['on_policy.Settings.log_interval = 20'])
     lines = [record.getMessage() for record in logs.records]
     self.assertIn("Budget: 6 episodes, bsuite/deep_sea/0's own (bind "
-                  'on_policy.train_eval.num_episodes to change it); at most '
+                  'on_policy.Settings.num_episodes to change it); at most '
                   '100,000 env steps.', lines)
     # 2 envs of 10-step episodes, each ending its 3rd in the 4th iteration
     # (a reset step after each episode): 6 episodes end the run.

@@ -31,6 +31,7 @@ SCRIPT = os.path.join(BENCHMARKS, 'bsuite_sweep.py')
 # PPO on bsuite, as small as it runs: 2 envs x 10 steps (one deep_sea/0
 # episode each) per iteration; evaluation and checkpoints only at the end.
 TINY_PPO_GIN = """
+import gin.tf.external_configurables
 import tfa_explore.environments.bsuite
 import tfa_explore.experiments.on_policy
 import tfa_explore.experiments.ppo
@@ -40,31 +41,34 @@ BSUITE_ID = 'bsuite/deep_sea/0'
 NUM_EPISODES = 10000
 
 run_experiment.experiment = @on_policy.train_eval
-on_policy.train_eval.env_loader = @bsuite.load
+on_policy.Settings.env_loader = @bsuite.load
 bsuite.load.bsuite_id = %BSUITE_ID
-on_policy.train_eval.num_episodes = %NUM_EPISODES
-on_policy.train_eval.num_env_steps = 100000
-on_policy.train_eval.seed = 0
-on_policy.train_eval.num_envs = 2
-on_policy.train_eval.rollout_length = 10
-on_policy.train_eval.tf_threads = 1
-on_policy.train_eval.eval_interval = 100000
-on_policy.train_eval.num_eval_episodes = 1
-on_policy.train_eval.checkpoint_interval = 100000
-on_policy.train_eval.log_interval = 100000
-on_policy.train_eval.agent_fn = @ppo.ppo_clip_agent
+on_policy.Settings.num_episodes = %NUM_EPISODES
+on_policy.Settings.num_env_steps = 100000
+on_policy.Settings.seed = 0
+on_policy.Settings.num_envs = 2
+on_policy.Settings.rollout_length = 10
+on_policy.Settings.tf_threads = 1
+on_policy.Settings.eval_interval = 100000
+on_policy.Settings.num_eval_episodes = 1
+on_policy.Settings.checkpoint_interval = 100000
+on_policy.Settings.log_interval = 100000
+on_policy.Settings.agent_fn = @ppo.ppo_clip_agent
 
+ppo.ppo_clip_agent.intrinsic_reward = None
 ppo.ppo_clip_agent.learning_rate = 1e-3
 ppo.ppo_clip_agent.num_epochs = 1
+ppo.ppo_clip_agent.num_minibatches = 1
 ppo.ppo_clip_agent.importance_ratio_clipping = 0.2
 ppo.ppo_clip_agent.lambda_value = 0.95
 ppo.ppo_clip_agent.discount_factor = 0.99
 ppo.ppo_clip_agent.entropy_regularization = 0.0
 ppo.ppo_clip_agent.value_pred_loss_coef = 0.5
+ppo.ppo_clip_agent.extrinsic_advantage_coef = 1.0
 ppo.ppo_clip_agent.normalize_observations = False
-ppo.ppo_clip_agent.normalize_rewards = False
 ppo.ppo_clip_agent.actor_fc_layers = (8,)
 ppo.ppo_clip_agent.value_fc_layers = (8,)
+ppo.ppo_clip_agent.activation_fn = @tf.nn.tanh
 """
 
 

@@ -30,12 +30,12 @@ CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
 # checkpoint (PolicySaver's lines).
 TINY_RUN = (
     'NUM_ENV_STEPS = 200',
-    'on_policy.train_eval.num_envs = 4',
-    'on_policy.train_eval.rollout_length = 32',
-    'on_policy.train_eval.eval_interval = 200',
-    'on_policy.train_eval.num_eval_episodes = 2',
-    'on_policy.train_eval.checkpoint_interval = 200',
-    'on_policy.train_eval.log_interval = 100',
+    'on_policy.Settings.num_envs = 4',
+    'on_policy.Settings.rollout_length = 32',
+    'on_policy.Settings.eval_interval = 200',
+    'on_policy.Settings.num_eval_episodes = 2',
+    'on_policy.Settings.checkpoint_interval = 200',
+    'on_policy.Settings.log_interval = 100',
     'ppo.ppo_clip_agent.num_epochs = 1',
     'suite_gymnasium.load.max_episode_steps = 50',
 )

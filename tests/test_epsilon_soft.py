@@ -11,7 +11,7 @@ from tf_agents.trajectories import time_step as ts
 
 from tfa_explore import errors
 from tfa_explore import networks
-from tfa_explore.experiments import rnd_ppo
+from tfa_explore.experiments import ppo
 from tfa_explore.testing import fake_envs
 
 SPEC = tensor_spec.BoundedTensorSpec((), tf.int32, 0, 3)
@@ -77,7 +77,7 @@ class FactoryHookTest(absltest.TestCase):
   """rnd_ppo_agent passes the head to both actor network kinds."""
 
   def floor_of(self, env, **settings):
-    agent = rnd_ppo.rnd_ppo_agent(
+    agent = ppo.ppo_clip_agent(
         time_step_spec=env.time_step_spec(), action_spec=env.action_spec(),
         train_step_counter=tf.Variable(0, dtype=tf.int64),
         intrinsic_reward=None, learning_rate=1e-3, num_epochs=1,

@@ -52,9 +52,9 @@ R2D3_WITHOUT_TWIN = {
 # What an RND-PPO file may bind after including its PPO twin: the intrinsic
 # reward (the agent's switch, its factory, the RND networks) and the warm-up
 # of its observation normaliser, nothing else.
-INTRINSIC_PARAMETERS = frozenset([('rnd_ppo.rnd_ppo_agent', 'intrinsic_reward'),
+INTRINSIC_PARAMETERS = frozenset([('ppo.ppo_clip_agent', 'intrinsic_reward'),
                                   ('r2d2.r2d2_agent_fn', 'exploration'),
-                                  ('on_policy.train_eval', 'pre_training_fn')])
+                                  ('on_policy.Settings', 'pre_training_fn')])
 # An R2D2 + RND file may also have its own budget (NUM_ENV_STEPS) and eval
 # spacing.
 BUDGET_BINDINGS = frozenset([('', 'r2d2.Settings', 'num_env_steps'),
@@ -158,7 +158,7 @@ class GinFilesTest(parameterized.TestCase):
     self.assertEmpty([key for key in differing
                       if not is_intrinsic_binding(key)])
     # The switch: the RND component in the RND file, None in the twin.
-    switch = ('', 'rnd_ppo.rnd_ppo_agent', 'intrinsic_reward')
+    switch = ('', 'ppo.ppo_clip_agent', 'intrinsic_reward')
     self.assertEqual(_bindings(rnd_path)[switch],
                      '@intrinsic.rnd_intrinsic_reward')
     self.assertEqual(_bindings(ppo_path)[switch], 'None')
@@ -213,7 +213,7 @@ class GinFilesTest(parameterized.TestCase):
     temp_dir = tempfile.mkdtemp(prefix='tfa_explore_gin_')
     self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
     gin.add_config_file_search_path(REPO_ROOT)  # for the include
-    key = ('', 'rnd_ppo.rnd_ppo_agent', 'learning_rate')
+    key = ('', 'ppo.ppo_clip_agent', 'learning_rate')
     self.assertFalse(is_intrinsic_binding(key))
     self.assertTrue(is_intrinsic_binding(
         ('', 'intrinsic.rnd_intrinsic_reward', 'coef')))
@@ -222,7 +222,7 @@ class GinFilesTest(parameterized.TestCase):
       changed = os.path.join(temp_dir, f'changed_{value}.gin')
       with open(rnd_path) as source, open(changed, 'w') as target:
         target.write(source.read() +
-                     f'rnd_ppo.rnd_ppo_agent.learning_rate = {value}\n')
+                     f'ppo.ppo_clip_agent.learning_rate = {value}\n')
       self.assertIn(key[1:], own_binding_lines(changed))
       self.assertEqual(differing_bindings(rnd_path, changed), differing)
 

@@ -195,7 +195,7 @@ class ImportLayersTest(parameterized.TestCase):
     self.assertEmpty(missing)
 
   def test_the_closure_follows_imports_and_parent_packages(self):
-    loaded = imported_closure(['tfa_explore.experiments.rnd_ppo'])
+    loaded = imported_closure(['tfa_explore.experiments.ppo'])
     self.assertIn('tfa_explore.agents.rnd_ppo.agent', loaded)
     self.assertIn('tfa_explore.experiments', loaded)
     self.assertNotIn('tfa_explore.experiments.r2d2', loaded)

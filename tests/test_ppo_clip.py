@@ -5,12 +5,13 @@ import functools
 import numpy as np
 import tensorflow as tf
 from tf_agents.agents.ppo import ppo_clip_agent
+from tf_agents.networks import actor_distribution_network
+from tf_agents.networks import value_network
 from tf_agents.specs import tensor_spec
 
 from tfa_explore.agents import EpochLoopPPOClipAgent
 from tfa_explore.environments import batched
 from tfa_explore.experiments import on_policy
-from tfa_explore.experiments import ppo
 from tfa_explore.testing import fake_envs
 
 NUM_ENVS = 3
@@ -37,15 +38,26 @@ class EpochLoopPPOClipAgentTest(_TestCase):
     self.action_spec = tensor_spec.from_spec(self.env.action_spec())
 
   def _agent(self, agent_class, num_epochs=3):
-    return ppo.ppo_clip_agent(
+    """`agent_class` on fresh MLPs, with TF-Agents' own normalisers on."""
+    observation_spec = self.time_step_spec.observation
+    actor_net = actor_distribution_network.ActorDistributionNetwork(
+        observation_spec, self.action_spec, fc_layer_params=(8,),
+        activation_fn=tf.keras.activations.tanh)
+    value_net = value_network.ValueNetwork(
+        observation_spec, fc_layer_params=(8,),
+        activation_fn=tf.keras.activations.tanh)
+    agent = agent_class(
         self.time_step_spec, self.action_spec,
-        tf.Variable(0, dtype=tf.int64), learning_rate=1e-2,
-        num_epochs=num_epochs, importance_ratio_clipping=0.2,
-        lambda_value=0.95, discount_factor=0.99,
-        entropy_regularization=0.01, value_pred_loss_coef=0.5,
+        optimizer=tf.keras.optimizers.Adam(1e-2, epsilon=1e-5),
+        actor_net=actor_net, value_net=value_net, greedy_eval=True,
+        importance_ratio_clipping=0.2, lambda_value=0.95,
+        discount_factor=0.99, entropy_regularization=0.01,
+        value_pred_loss_coef=0.5, num_epochs=num_epochs, use_gae=True,
         normalize_observations=True, normalize_rewards=True,
-        actor_fc_layers=(8,), value_fc_layers=(8,), gradient_clipping=0.5,
-        agent_class=agent_class)
+        gradient_clipping=0.5,
+        train_step_counter=tf.Variable(0, dtype=tf.int64))
+    agent.initialize()
+    return agent
 
   def test_same_updates_as_ppo_clip_agent(self):
     stock = self._agent(ppo_clip_agent.PPOClipAgent)

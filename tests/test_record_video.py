@@ -33,9 +33,9 @@ class RecordVideoTest(absltest.TestCase):
     # A short in-process run is enough: the video only needs a policy.
     runner.run(cls.root_dir, [CARTPOLE_GIN], [
         'NUM_ENV_STEPS = 128',
-        'on_policy.train_eval.num_envs = 2',
-        'on_policy.train_eval.rollout_length = 64',
-        'on_policy.train_eval.num_eval_episodes = 1',
+        'on_policy.Settings.num_envs = 2',
+        'on_policy.Settings.rollout_length = 64',
+        'on_policy.Settings.num_eval_episodes = 1',
         'ppo.ppo_clip_agent.num_epochs = 1',
     ])
     gin.clear_config()

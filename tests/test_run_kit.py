@@ -40,12 +40,12 @@ CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
 # 2 envs x 16 steps per iteration, 2 epochs: 2 Adam steps per iteration.
 SMALL_PPO = (
     'NUM_ENV_STEPS = 64',
-    'on_policy.train_eval.num_envs = 2',
-    'on_policy.train_eval.rollout_length = 16',
-    'on_policy.train_eval.eval_interval = 1000',
-    'on_policy.train_eval.num_eval_episodes = 1',
-    'on_policy.train_eval.checkpoint_interval = 1000',
-    'on_policy.train_eval.log_interval = 1000',
+    'on_policy.Settings.num_envs = 2',
+    'on_policy.Settings.rollout_length = 16',
+    'on_policy.Settings.eval_interval = 1000',
+    'on_policy.Settings.num_eval_episodes = 1',
+    'on_policy.Settings.checkpoint_interval = 1000',
+    'on_policy.Settings.log_interval = 1000',
     'ppo.ppo_clip_agent.num_epochs = 2',
     'suite_gymnasium.load.max_episode_steps = 20',
 )
@@ -80,8 +80,13 @@ class _TestCase(tf.test.TestCase):
     gin.clear_config()
     self.addCleanup(gin.clear_config)
 
-  def assert_slots_restored(self, agent, optimizer, variables, run_dir):
-    """Restores `run_dir`'s latest checkpoint into a fresh `agent`."""
+  def assert_slots_restored(self, agent, optimizer, variables, run_dir,
+                            untrained='(none)'):
+    """Restores `run_dir`'s latest checkpoint into a fresh `agent`.
+
+    `untrained`: slots whose name has it belong to variables no update
+    trains (left zero).
+    """
     _, expected_iterations = latest_counters(run_dir)
     self.assertGreater(expected_iterations, 0)
     run = run_kit.RunDirectory(run_dir)
@@ -92,15 +97,21 @@ class _TestCase(tf.test.TestCase):
     self.assertEqual(int(optimizer.iterations), expected_iterations)
     # What the first apply_gradients does before updating.
     optimizer.build(variables)
-    slots = [v.numpy() for v in optimizer.variables[1:]]
-    self.assertLen(slots, 2 * len(variables))  # Adam: m and v per variable.
+    slot_variables = optimizer.variables[1:]
+    self.assertLen(slot_variables, 2 * len(variables))  # Adam: m, v each.
     stored = checkpoint_values(checkpointer.latest)
-    for slot in slots:
-      # A fresh slot is all zeros; a restored one is the checkpoint's.
-      self.assertTrue(np.any(slot != 0.0))
+    trained_slots = 0
+    for slot_variable in slot_variables:
+      slot = slot_variable.numpy()
+      # A fresh slot is all zeros; a restored one is the checkpoint's. Plain
+      # PPO never trains the intrinsic value head, whose slots stay zero.
+      if untrained not in slot_variable.name:
+        self.assertTrue(np.any(slot != 0.0), slot_variable.name)
+        trained_slots += 1
       self.assertTrue(
           any(value.shape == slot.shape and np.array_equal(value, slot)
               for value in stored))
+    self.assertGreater(trained_slots, 0)
 
 
 @pytest.mark.integration
@@ -123,7 +134,8 @@ class OnPolicyResumeTest(_TestCase):
     variables = sorted(agent._actor_net.trainable_variables +  # pylint: disable=protected-access
                        agent._value_net.trainable_variables,  # pylint: disable=protected-access
                        key=lambda v: v.name)
-    self.assert_slots_restored(agent, optimizer, variables, root_dir)
+    self.assert_slots_restored(agent, optimizer, variables, root_dir,
+                               untrained='intrinsic')
     train_steps, iterations = latest_counters(root_dir)
     self.assertEqual(iterations, train_steps)  # One Adam step per epoch.
 
@@ -311,8 +323,8 @@ class RerunTest(_TestCase):
     # The iteration that crosses 64 env steps ends the run, and the loop
     # itself evaluates and checkpoints there, so `finish` stores the eval
     # in a second save of that checkpoint.
-    intervals = ('on_policy.train_eval.eval_interval = 64',
-                 'on_policy.train_eval.checkpoint_interval = 64')
+    intervals = ('on_policy.Settings.eval_interval = 64',
+                 'on_policy.Settings.checkpoint_interval = 64')
     first = self.run_ppo(root_dir, *intervals)
     last_step = first['EnvironmentSteps']
     self.assertGreaterEqual(last_step, 64)
@@ -339,7 +351,7 @@ class RerunTest(_TestCase):
     # iteration) times nothing yet: no rate and no ETA.
     with self.assertLogs('absl', level='INFO') as logs:
       third = self.run_ppo(root_dir, 'NUM_ENV_STEPS = 128',
-                           'on_policy.train_eval.log_interval = 32')
+                           'on_policy.Settings.log_interval = 32')
     lines = [record.getMessage() for record in logs.records
              if record.getMessage().startswith('env steps ')]
     self.assertGreaterEqual(len(lines), 2)

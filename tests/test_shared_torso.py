@@ -20,7 +20,6 @@ from tfa_explore import networks
 from tfa_explore.agents.rnd_ppo import maths
 from tfa_explore.experiments import intrinsic
 from tfa_explore.experiments import ppo
-from tfa_explore.experiments import rnd_ppo
 from tfa_explore.experiments import runner
 from tfa_explore.networks import shared_torso
 from tfa_explore.testing import fake_envs
@@ -85,7 +84,7 @@ class SharedTorsoTest(tf.test.TestCase):
     settings = dict(AGENT_SETTINGS, **overrides)
     settings.setdefault('intrinsic_reward', functools.partial(
         intrinsic.rnd_intrinsic_reward, **INTRINSIC))
-    return rnd_ppo.rnd_ppo_agent(
+    return ppo.ppo_clip_agent(
         time_step_spec=self.env.time_step_spec(),
         action_spec=self.env.action_spec(),
         train_step_counter=tf.Variable(0, dtype=tf.int64), **settings)
@@ -111,7 +110,7 @@ class SharedTorsoTest(tf.test.TestCase):
                           actor_distribution_network.ActorDistributionNetwork)
     counting = tf_py_environment.TFPyEnvironment(
         fake_envs.load_counting(seed=0))
-    mlp = rnd_ppo.rnd_ppo_agent(
+    mlp = ppo.ppo_clip_agent(
         time_step_spec=counting.time_step_spec(),
         action_spec=counting.action_spec(),
         train_step_counter=tf.Variable(0, dtype=tf.int64),
@@ -249,7 +248,7 @@ class MontezumaAgentTest(tf.test.TestCase):
         batched_py_environment.BatchedPyEnvironment(
             [fake_envs.load_image(seed=i, shape=(84, 84, 4))
              for i in range(8)], multithreading=False))
-    agent = rnd_ppo.rnd_ppo_agent(
+    agent = ppo.ppo_clip_agent(
         time_step_spec=env.time_step_spec(), action_spec=env.action_spec(),
         train_step_counter=tf.Variable(0, dtype=tf.int64))
     self.assertIsInstance(agent.actor_net, shared_torso.ActorHeadNetwork)

@@ -26,9 +26,10 @@ import tensorflow as tf
 # Registers the distribution TypeSpecs a PolicySaver SavedModel refers to.
 import tensorflow_probability  # pylint: disable=unused-import
 
-from tf_agents.agents.ppo import ppo_clip_agent
+
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore.agents import RndPPOAgent
 from tfa_explore.experiments import ppo
 from tfa_explore.experiments import runner
 from tfa_explore.testing import processes
@@ -43,12 +44,12 @@ RND_PPO_GIN = os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', 'mountaincar.gin')
 
 # Small loop: 4 envs x 32 steps = 128 driver steps per iteration.
 SMALL_LOOP = (
-    'on_policy.train_eval.num_envs = 4',
-    'on_policy.train_eval.rollout_length = 32',
-    'on_policy.train_eval.eval_interval = 256',
-    'on_policy.train_eval.num_eval_episodes = 2',
-    'on_policy.train_eval.checkpoint_interval = 256',
-    'on_policy.train_eval.log_interval = 128',
+    'on_policy.Settings.num_envs = 4',
+    'on_policy.Settings.rollout_length = 32',
+    'on_policy.Settings.eval_interval = 256',
+    'on_policy.Settings.num_eval_episodes = 2',
+    'on_policy.Settings.checkpoint_interval = 256',
+    'on_policy.Settings.log_interval = 128',
     'ppo.ppo_clip_agent.num_epochs = 2',
 )
 
@@ -118,7 +119,7 @@ class TrainEvalTest(TestCase):
     self.assertIn('NUM_ENV_STEPS = 300', config)
     self.assertIn('ppo_clip_agent.learning_rate = ', config)
     self.assertIn('ppo_clip_agent.num_epochs = 2', config)
-    self.assertIn('train_eval.num_envs = 4', config)
+    self.assertIn('Settings.num_envs = 4', config)
 
     train_events = read_events(os.path.join(root_dir, 'train'))
     for tag in ('Metrics/AverageReturn', 'Metrics/AverageEpisodeLength',
@@ -126,9 +127,11 @@ class TrainEvalTest(TestCase):
                 'Metrics/StepsPerSecond', 'Losses/total_loss',
                 # Written by the agent itself inside agent.train: proves the
                 # default summary writer is set around training.
-                'Losses/policy_gradient_loss', 'Losses/value_estimation_loss',
+                'Losses/policy_gradient_loss', 'Losses/extrinsic_value_loss',
                 'operative_config'):
       self.assertIn(tag, train_events)
+    # Plain PPO has no intrinsic stream to report.
+    self.assertEmpty([tag for tag in train_events if 'intrinsic' in tag])
     eval_events = read_events(os.path.join(root_dir, 'eval'))
     self.assertIn('Metrics/AverageReturn', eval_events)
     self.assertIn('Metrics/AverageEpisodeLength', eval_events)
@@ -193,8 +196,8 @@ class TrainEvalTest(TestCase):
     # Checkpoint and export every iteration so a kill is likely to land
     # during a checkpoint or policy write.
     bindings = ('NUM_ENV_STEPS = 1000000',) + SMALL_LOOP + (
-        'on_policy.train_eval.checkpoint_interval = 128',
-        'on_policy.train_eval.eval_interval = 100000')
+        'on_policy.Settings.checkpoint_interval = 128',
+        'on_policy.Settings.eval_interval = 100000')
     process = subprocess.Popen(
         train_command(root_dir, bindings=bindings), cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -274,8 +277,8 @@ class StopSignalTest(TestCase, parameterized.TestCase):
   def test_ppo_saves_a_checkpoint_and_resumes_from_it(self, signum):
     root_dir = self.make_dir()
     bindings = ('NUM_ENV_STEPS = 1000000',) + SMALL_LOOP + (
-        'on_policy.train_eval.checkpoint_interval = 1000000',
-        'on_policy.train_eval.eval_interval = 1000000')
+        'on_policy.Settings.checkpoint_interval = 1000000',
+        'on_policy.Settings.eval_interval = 1000000')
     code, stderr = self._start_then_signal(root_dir, (CARTPOLE_GIN,),
                                            bindings, signum)
     self.assertEqual(code, 128 + signum, stderr[-3000:])
@@ -381,7 +384,7 @@ def record_pre_training(agent, environment):
   PRE_TRAINING_CALLS.append((agent, environment.batch_size))
 
 
-class MarkerAgent(ppo_clip_agent.PPOClipAgent):
+class MarkerAgent(RndPPOAgent):
   """Writes a summary without writer or step, like an agent's own code."""
 
   def _train(self, experience, weights):
@@ -407,10 +410,10 @@ class HooksTest(TestCase):
     gin.clear_config()
     return runner.run(root_dir, [CARTPOLE_GIN], [
         f'NUM_ENV_STEPS = {num_env_steps}',
-        'on_policy.train_eval.agent_fn = @test_train_eval.marker_agent',
-        'on_policy.train_eval.pre_training_fn = '
+        'on_policy.Settings.agent_fn = @test_train_eval.marker_agent',
+        'on_policy.Settings.pre_training_fn = '
         '@test_train_eval.record_pre_training',
-        'on_policy.train_eval.num_eval_episodes = 1',
+        'on_policy.Settings.num_eval_episodes = 1',
     ] + list(SMALL_LOOP[:2]) + ['ppo.ppo_clip_agent.num_epochs = 1'])
 
   def test_pre_training_once_and_agent_summaries(self):
@@ -455,7 +458,7 @@ class BadConfigTest(TestCase):
 
   def test_unknown_parameter_in_binding(self):
     result = run_binary(self.make_dir(),
-                        bindings=('on_policy.train_eval.num_env_stepz = 5',))
+                        bindings=('on_policy.Settings.num_env_stepz = 5',))
     self.assert_config_error(result, 'num_env_stepz')
 
   def test_missing_required_value(self):
@@ -565,9 +568,9 @@ class UserErrorTest(TestCase, parameterized.TestCase):
 
   @parameterized.named_parameters(
       ('negative_budget', CARTPOLE_GIN, 'NUM_ENV_STEPS = -5', 'free',
-       'on_policy.train_eval.num_env_steps must be >= 1, got -5.'),
+       'on_policy.Settings.num_env_steps must be >= 1, got -5.'),
       ('budget_of_the_wrong_type', CARTPOLE_GIN, 'NUM_ENV_STEPS = "abc"',
-       'free', "on_policy.train_eval.num_env_steps must be an integer, "
+       'free', "on_policy.Settings.num_env_steps must be an integer, "
        "got 'abc' (str)."),
       ('r2d2_budget_of_the_wrong_type', R2D2_GIN, 'NUM_ENV_STEPS = 1.5',
        'free', 'r2d2.Settings.num_env_steps must be an integer, got 1.5 '
@@ -615,10 +618,24 @@ class UserErrorTest(TestCase, parameterized.TestCase):
        "scalar integer action), but 'MountainCarContinuous-v0' has action "
        'spec BoundedArraySpec(shape=(1,), dtype=dtype(\'float32\')'),
       ('unknown_parameter', CARTPOLE_GIN,
-       'on_policy.train_eval.no_such_parameter = 1', 'free',
-       "Configurable 'on_policy.train_eval' doesn't have a parameter named "
+       'on_policy.Settings.no_such_parameter = 1', 'free',
+       "Configurable 'on_policy.Settings' doesn't have a parameter named "
        "'no_such_parameter'. In bindings string line 1: "
-       'on_policy.train_eval.no_such_parameter = 1'),
+       'on_policy.Settings.no_such_parameter = 1'),
+      # A user's gin file that binds a renamed configurable is told its
+      # new name.
+      ('renamed_loop_setting', CARTPOLE_GIN,
+       'on_policy.train_eval.num_envs = 4', 'free',
+       'on_policy.train_eval.num_envs = 4 `on_policy.train_eval` is now '
+       '`on_policy.Settings`: rename it in the gin file.'),
+      ('renamed_ppo_factory', CARTPOLE_GIN,
+       'rnd_ppo.rnd_ppo_agent.num_epochs = 4', 'free',
+       '`rnd_ppo.rnd_ppo_agent` is now `ppo.ppo_clip_agent`: rename it in '
+       'the gin file.'),
+      ('renamed_ppo_module', CARTPOLE_GIN,
+       'import tfa_explore.experiments.rnd_ppo', 'free',
+       '`tfa_explore.experiments.rnd_ppo` is now '
+       '`tfa_explore.experiments.ppo`: rename it in the gin file.'),
       ('ppo_zero_epochs', CARTPOLE_GIN, 'ppo.ppo_clip_agent.num_epochs = 0',
        'free', 'ppo.ppo_clip_agent: num_epochs must be >= 1, got 0.'),
       ('ppo_negative_learning_rate', CARTPOLE_GIN,
@@ -628,8 +645,8 @@ class UserErrorTest(TestCase, parameterized.TestCase):
        'r2d2.r2d2_agent_fn.learning_rate = -1e-3', 'free',
        'r2d2.r2d2_agent_fn: learning_rate must be > 0, got -0.001.'),
       ('rnd_ppo_fewer_envs_than_minibatches', RND_PPO_GIN,
-       'on_policy.train_eval.num_envs = 2', 'free',
-       'on_policy.train_eval.num_envs = 2 is too few for the agent: Batch of '
+       'on_policy.Settings.num_envs = 2', 'free',
+       'on_policy.Settings.num_envs = 2 is too few for the agent: Batch of '
        '2 sequences cannot make 4 minibatches.'),
       ('root_dir_under_a_file', CARTPOLE_GIN, 'NUM_ENV_STEPS = 100',
        'under_a_file', '{root_dir} cannot be written: Not a directory'),
@@ -709,9 +726,9 @@ class UserErrorTest(TestCase, parameterized.TestCase):
                         flags=('--verbose',))
     self.assertEqual(result.returncode, 2, result.stderr[-3000:])
     self.assertIn('Traceback', result.stderr)
-    self.assertIn('_check_counts', result.stderr)
+    self.assertIn('check_count', result.stderr)
     self.assertIn(
-        '\nERROR: on_policy.train_eval.num_env_steps must be >= 1, got -5.',
+        '\nERROR: on_policy.Settings.num_env_steps must be >= 1, got -5.',
         result.stderr)
 
 

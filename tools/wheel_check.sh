@@ -64,7 +64,7 @@ run() {
 # share/tfa_explore, as --gin_file finds the shipped files).
 printf "include 'gin/ppo/cartpole.gin'\nNUM_ENV_STEPS = 512\n" > mine.gin
 run ppo_cartpole --gin_file=mine.gin \
-  --gin_bindings='on_policy.train_eval.num_eval_episodes = 2'
+  --gin_bindings='on_policy.Settings.num_eval_episodes = 2'
 run r2d2_stateless_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin \
   --gin_bindings='NUM_ENV_STEPS = 600' \
   --gin_bindings='r2d2.Settings.min_size_to_sample = 20' \

@@ -259,7 +259,11 @@ class EpochLoopPPOClipAgent(ppo_clip_agent.PPOClipAgent):
       tf.summary.scalar(name='total_abs_loss',
                         data=tf.add_n([tf.abs(v) for v in losses.values()]),
                         step=step)
+    self._write_learning_rate()
+
+  def _write_learning_rate(self):
+    """`LearningRate/learning_rate`: the optimizer's current rate."""
     with tf.name_scope('LearningRate/'):
       tf.summary.scalar(name='learning_rate',
                         data=ppo_utils.get_learning_rate(self._optimizer),
-                        step=step)
+                        step=self.train_step_counter)

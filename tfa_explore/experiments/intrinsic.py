@@ -3,7 +3,7 @@
 `intrinsic.rnd_intrinsic_reward` builds RND's reward
 (`tfa_explore.agents.intrinsic.RndIntrinsicReward`), called with the
 environment's observation spec: RND-PPO binds it as
-`rnd_ppo.rnd_ppo_agent.intrinsic_reward`, R2D2's bonuses as their reward.
+`ppo.ppo_clip_agent.intrinsic_reward`, R2D2's bonuses as their reward.
 The R2D2 family's exploration bonuses (`r2d2.r2d2_agent_fn.exploration`,
 called with the observation and action specs):
 `intrinsic.intrinsic_q_bonus` (an intrinsic reward learnt by Q_I) and
@@ -48,7 +48,7 @@ def rnd_intrinsic_reward(
 
   Args:
     observation_spec: The environment's observation spec (passed by
-      `rnd_ppo.rnd_ppo_agent` and R2D2's bonuses).
+      `ppo.ppo_clip_agent` and R2D2's bonuses).
     coef: Weight of the intrinsic stream: of A_I in RND-PPO's combined
       advantage, beta of R2D2's h^-1(Q_E) + beta h^-1(Q_I).
     discount: gamma_I, of the intrinsic returns and their running std.

@@ -13,6 +13,7 @@ recent-return buffers), so re-running the same command on the same
 root_dir continues where the last checkpoint left off.
 """
 
+import dataclasses
 import time
 from typing import Any, Callable, Dict, Optional
 
@@ -35,6 +36,7 @@ from tfa_explore.environments import run_context
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
+from tfa_explore.experiments import settings as settings_lib
 from tfa_explore.process import stop_signals
 from tfa_explore.utils import summaries
 
@@ -42,66 +44,58 @@ REQUIRED = gin.REQUIRED
 
 
 @gin.configurable(module='on_policy')
-def train_eval(
-    root_dir: str,
-    env_loader: Callable[..., py_environment.PyEnvironment] = REQUIRED,
-    agent_fn: Callable[..., Any] = REQUIRED,
-    num_env_steps: int = REQUIRED,
-    seed: int = REQUIRED,
-    num_envs: int = REQUIRED,
-    rollout_length: int = REQUIRED,
-    eval_interval: int = REQUIRED,
-    num_eval_episodes: int = REQUIRED,
-    checkpoint_interval: int = REQUIRED,
-    log_interval: int = 10_000,
-    parallel_envs: bool = False,
-    return_buffer_episodes: int = 100,
-    max_checkpoints_to_keep: int = 3,
-    pre_training_fn: Optional[Callable[..., None]] = None,
-    eval_success_threshold: Optional[float] = None,
-    tf_threads: Optional[int] = None,
-    num_episodes: Optional[int] = None,
-) -> Dict[str, float]:
+@dataclasses.dataclass(frozen=True)
+class Settings(settings_lib.RunSettings):
+  """On-policy run settings, checked when built.
+
+  The shared ones (`env_loader`, `agent_fn`, the budget, evaluation and
+  checkpoints) are `RunSettings`'; collect env i gets seed `seed + i`, and
+  `agent_fn`'s agent trains on [num_envs, rollout_length] trajectories,
+  e.g. `@ppo.ppo_clip_agent`.
+
+  Attributes:
+    num_envs: batched collect environments.
+    rollout_length: steps per env per iteration (the PPO horizon T).
+    parallel_envs: step the collect envs in subprocesses.
+    return_buffer_episodes: train `Metrics/AverageReturn` averages over
+      this many recent episodes.
+    pre_training_fn: if set, called once on a fresh run (not on resume) as
+      `pre_training_fn(agent=agent, environment=collect_py_env)` (the
+      batched PyEnvironment) before training, e.g. to warm up observation
+      normalizers. Its env steps are not counted.
+    tf_threads: if set, TensorFlow's intra- and inter-op thread pools get
+      this many threads (`run_kit.set_tf_threads`); 1 is fastest for the
+      small networks of our CartPole, MountainCar and MiniGrid files.
+  """
+  gin_name = 'on_policy.Settings'
+
+  num_envs: int = REQUIRED
+  rollout_length: int = REQUIRED
+  parallel_envs: bool = False
+  return_buffer_episodes: int = 100
+  pre_training_fn: Optional[Callable[..., None]] = None
+  tf_threads: Optional[int] = None
+
+  def __post_init__(self):
+    # Before anything is built: a budget of -5 env steps would run no
+    # iteration and end as a success, and a zero interval would never fire.
+    super().__post_init__()
+    for name in ('num_envs', 'rollout_length', 'return_buffer_episodes'):
+      self.check_count(name)
+    if self.tf_threads is not None:
+      self.check_count('tf_threads')
+
+
+@gin.configurable(module='on_policy', allowlist=[])
+def train_eval(root_dir: str,
+               settings: Optional[Settings] = None) -> Dict[str, float]:
   """Trains an on-policy agent, evaluating and checkpointing as it goes.
 
   Args:
     root_dir: Run directory (layout in WORKSPACE.md). Resumes from its latest
       checkpoint if there is one.
-    env_loader: Called as `env_loader(seed=...)` -> PyEnvironment, e.g.
-      `@suite_gymnasium.load`. Collect env i gets `seed + i`.
-    agent_fn: Called as `agent_fn(time_step_spec=, action_spec=,
-      train_step_counter=)` -> an initialized TF-Agents agent whose `train`
-      takes [num_envs, rollout_length] trajectories, e.g.
-      `@ppo.ppo_clip_agent`.
-    num_env_steps: Stop once this many environment steps (all envs, reset
-      steps excluded) have been collected.
-    seed: Seeds TF ops and the environments.
-    num_envs: Batched collect environments.
-    rollout_length: Steps per env per iteration (the PPO horizon T).
-    eval_interval: Greedy evaluation every this many env steps (and at the
-      end).
-    num_eval_episodes: Episodes per evaluation, one per eval env.
-    checkpoint_interval: Checkpoint and policy export every this many env
-      steps (and at the end).
-    log_interval: A progress log line every this many env steps.
-    parallel_envs: Step the collect envs in subprocesses.
-    return_buffer_episodes: Train `Metrics/AverageReturn` averages over this
-      many recent episodes.
-    max_checkpoints_to_keep: Older checkpoints are deleted.
-    pre_training_fn: If set, called once on a fresh run (not on resume) as
-      `pre_training_fn(agent=agent, environment=collect_py_env)` (the
-      batched PyEnvironment) before
-      training, e.g. to warm up observation normalizers. Its env steps are
-      not counted.
-    eval_success_threshold: If set, evaluations also report `SuccessRate`,
-      the fraction of episodes whose return exceeds it (MiniGrid: 0, reward
-      only at the goal).
-    tf_threads: If set, TensorFlow's intra- and inter-op thread pools get
-      this many threads (`run_kit.set_tf_threads`); 1 is fastest for the
-      small networks of our CartPole, MountainCar and MiniGrid files.
-    num_episodes: Also stop after the iteration in which this many
-      episodes (all envs) ended. None: the env's own budget if it has one
-      (bsuite's for its id, `run_kit.episode_budget`), else none.
+    settings: the run's `Settings`; None builds them from gin
+      (`on_policy.Settings.*`).
 
   Returns:
     The final evaluation: {'AverageReturn', 'AverageEpisodeLength',
@@ -110,54 +104,57 @@ def train_eval(
 
   Raises:
     errors.ConfigError: a count or interval below 1 (naming the gin
-      parameter), or root_dir taken by another run or not writable.
+      setting), or root_dir taken by another run or not writable.
   """
-  _check_counts(locals())
-  run_kit.set_tf_threads(tf_threads)
-  tf.random.set_seed(seed)
-  np.random.seed(seed % 2**32)
+  settings = settings or settings_lib.from_gin(Settings)
+  run_kit.set_tf_threads(settings.tf_threads)
+  tf.random.set_seed(settings.seed)
+  np.random.seed(settings.seed % 2**32)
   run = run_kit.RunDirectory(root_dir)
   num_episodes = run_kit.episode_budget(
-      num_episodes, env_loader, seed, num_env_steps,
-      'on_policy.train_eval.num_episodes')
-  collect_py_env = batched.make_batched_env(env_loader, num_envs, seed,
-                                            parallel=parallel_envs)
+      settings.num_episodes, settings.env_loader, settings.seed,
+      settings.num_env_steps, settings.setting('num_episodes'))
+  collect_py_env = batched.make_batched_env(
+      settings.env_loader, settings.num_envs, settings.seed,
+      parallel=settings.parallel_envs)
   time_step_spec = tensor_spec.from_spec(collect_py_env.time_step_spec())
   action_spec = tensor_spec.from_spec(collect_py_env.action_spec())
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
-  agent = _make_agent(agent_fn, time_step_spec, action_spec, train_step,
-                      num_envs)
+  agent = _make_agent(settings, time_step_spec, action_spec, train_step)
 
-  metrics = _TrainMetrics(num_envs, return_buffer_episodes)
+  metrics = _TrainMetrics(settings.num_envs, settings.return_buffer_episodes)
   env_steps = metrics.env_steps.environment_steps
 
   checkpointer = run_kit.Checkpointer(
       run, env_steps,
       policies={run_kit.GREEDY_POLICY: agent.policy,
                 run_kit.COLLECT_POLICY: agent.collect_policy},
-      train_step=train_step, max_to_keep=max_checkpoints_to_keep,
+      train_step=train_step, max_to_keep=settings.max_checkpoints_to_keep,
       agent=agent,
       train_metrics=metric_utils.MetricsGroup(metrics.as_list(),
                                               'train_metrics'))
   resumed = checkpointer.restore()
   run.write_operative_config(step=env_steps)
-  if not resumed and pre_training_fn is not None:
-    pre_training_fn(agent=agent, environment=collect_py_env)
-  evaluator = evaluation.Evaluator(agent.policy, env_loader,
-                                   num_eval_episodes, seed, run.eval_writer,
-                                   success_threshold=eval_success_threshold)
+  if not resumed and settings.pre_training_fn is not None:
+    settings.pre_training_fn(agent=agent, environment=collect_py_env)
+  evaluator = evaluation.Evaluator(
+      agent.policy, settings.env_loader, settings.num_eval_episodes,
+      settings.seed, run.eval_writer,
+      success_threshold=settings.eval_success_threshold)
   collector = RolloutCollector(collect_py_env, agent.collect_policy,
-                               rollout_length, metrics.as_list())
+                               settings.rollout_length, metrics.as_list())
   train = common.function(agent.train, autograph=False)
 
-  progress = run_kit.ProgressLog(num_env_steps, log_interval,
+  progress = run_kit.ProgressLog(settings.num_env_steps,
+                                 settings.log_interval,
                                  num_episodes=num_episodes)
   last_eval = None
   with stop_signals.StopSignals() as stop:
-    while (int(env_steps) < num_env_steps and not stop.requested and (
-        num_episodes is None or
-        int(metrics.episodes.result()) < num_episodes)):
+    while (int(env_steps) < settings.num_env_steps and
+           not stop.requested and (
+               num_episodes is None or
+               int(metrics.episodes.result()) < num_episodes)):
       previous_steps = int(env_steps)
       previous_terminated = int(metrics.terminated.result())
       iteration_start = time.time()
@@ -191,13 +188,14 @@ def train_eval(
                               f'({episodes} episodes)'),
             'loss': f'{float(loss_info.loss):.4f}'}, episodes=episodes)
         run.train_writer.flush()
-      if run_kit.crossed(previous_steps, current_steps, eval_interval):
+      if run_kit.crossed(previous_steps, current_steps,
+                         settings.eval_interval):
         last_eval = evaluator(current_steps)
       # At the budget's end `finish` saves, once, with the final eval.
-      budget_spent = current_steps >= num_env_steps or (
+      budget_spent = current_steps >= settings.num_env_steps or (
           num_episodes is not None and episodes >= num_episodes)
-      if (run_kit.crossed(previous_steps, current_steps, checkpoint_interval)
-          and not budget_spent):
+      if (run_kit.crossed(previous_steps, current_steps,
+                          settings.checkpoint_interval) and not budget_spent):
         checkpointer.save()
 
   _close(collect_py_env)
@@ -223,51 +221,30 @@ def _close(environment) -> None:
     logging.warning('Closing the collect envs: %s', e)
 
 
-_COUNTS = ('num_env_steps', 'num_envs', 'rollout_length', 'eval_interval',
-           'num_eval_episodes', 'checkpoint_interval', 'log_interval',
-           'return_buffer_episodes', 'max_checkpoints_to_keep')
-
-
-def _check_counts(arguments) -> None:
-  """Raises ConfigError naming the first count or interval that is not an
-  integer >= 1 (`num_episodes` and `tf_threads` too, unless None).
-
-  Checked before anything is built: a budget of -5 env steps would run no
-  iteration and end as a success, and a zero interval would never fire.
-  """
-  names = _COUNTS + tuple(
-      name for name in ('num_episodes', 'tf_threads')
-      if arguments[name] is not None)
-  for name in names:
-    try:
-      errors.check_count(f'on_policy.train_eval.{name}', arguments[name])
-    except ValueError as e:
-      raise errors.ConfigError(str(e)) from e
-
-
-def _make_agent(agent_fn, time_step_spec, action_spec, train_step, num_envs):
+def _make_agent(settings: Settings, time_step_spec, action_spec, train_step):
   """`agent_fn`'s agent, checked against the batch it will train on."""
-  agent = agent_fn(time_step_spec=time_step_spec, action_spec=action_spec,
-                   train_step_counter=train_step)
+  agent = settings.agent_fn(time_step_spec=time_step_spec,
+                            action_spec=action_spec,
+                            train_step_counter=train_step)
   # A train batch is one sequence per env: an agent that splits it into
   # minibatches says here, not at its first train step, if it cannot.
   check_batch_size = getattr(agent, 'check_batch_size', None)
   if check_batch_size is not None:
     try:
-      check_batch_size(num_envs)
+      check_batch_size(settings.num_envs)
     except ValueError as e:
       raise errors.ConfigError(
-          f'on_policy.train_eval.num_envs = {num_envs} is too few for the '
-          f'agent: {e} Each minibatch is a share of the envs: use at least '
-          'as many envs as minibatches.') from e
+          f'{settings.setting("num_envs")} = {settings.num_envs} is too few '
+          f'for the agent: {e} Each minibatch is a share of the envs: use at '
+          'least as many envs as minibatches.') from e
   return agent
 
 
 def check_before_start() -> None:
-  """Every value `train_eval` is bound to, checked before the run starts.
+  """Every value of the run checked before it starts.
 
   The runner calls it before it writes anything (`runner.run`): the
-  counts, then one env (built outside the run, so it keeps no journal)
+  settings, then one env (built outside the run, so it keeps no journal)
   and the agent built on its specs, whose factories check their values.
   Building the agent twice costs a second or two; a bad value found by
   the real build would leave run.lock and summaries behind.
@@ -275,20 +252,18 @@ def check_before_start() -> None:
   Raises:
     errors.ConfigError: the first bad value, naming its gin parameter.
   """
-  arguments = run_kit.bound_arguments(train_eval, 'on_policy.train_eval')
-  _check_counts(arguments)
+  settings = settings_lib.from_gin(Settings)
   # Before the agent below runs TensorFlow's first op: the thread pools
   # can only be sized until then.
-  run_kit.set_tf_threads(arguments['tf_threads'])
-  env = arguments['env_loader'](seed=arguments['seed'])
+  run_kit.set_tf_threads(settings.tf_threads)
+  env = settings.env_loader(seed=settings.seed)
   try:
     time_step_spec = tensor_spec.from_spec(env.time_step_spec())
     action_spec = tensor_spec.from_spec(env.action_spec())
   finally:
     env.close()
-  _make_agent(arguments['agent_fn'], time_step_spec, action_spec,
-              tf.Variable(0, dtype=tf.int64, name='train_step'),
-              arguments['num_envs'])
+  _make_agent(settings, time_step_spec, action_spec,
+              tf.Variable(0, dtype=tf.int64, name='train_step'))
 
 
 train_eval.check_before_start = check_before_start

@@ -43,7 +43,6 @@ to the next older one, moving the damaged one to checkpoints/damaged/.
 """
 
 import glob
-import inspect
 import json
 import os
 import time
@@ -463,27 +462,6 @@ class ProgressLog:
     logging.info('%s', line)
     self._mark = (now, env_steps, episodes, counters)
     return line
-
-
-def bound_arguments(function, selector: str) -> Dict[str, Any]:
-  """What a gin-configurable loop function would be called with: its
-  defaults, then its gin bindings (references resolved).
-
-  For a loop's `check_before_start`, which checks the values before the
-  loop is called.
-
-  Raises:
-    errors.ConfigError: a `gin.REQUIRED` parameter is unbound.
-  """
-  arguments = {
-      name: parameter.default
-      for name, parameter in inspect.signature(function).parameters.items()}
-  arguments.update(gin.get_bindings(selector))
-  for name, value in arguments.items():
-    if value is gin.REQUIRED:
-      raise errors.ConfigError(
-          f'Missing gin binding: {selector}.{name} must be bound.')
-  return arguments
 
 
 def episode_budget(num_episodes: Optional[int],

@@ -3,10 +3,10 @@
 The gin file chooses the experiment by binding
 `run_experiment.experiment = @on_policy.train_eval` (no string dispatch).
 Every experiment function takes `root_dir`; its settings (`env_loader`,
-`agent_fn`, `num_env_steps`, `seed`, ...) are either its own gin parameters
-(`on_policy.train_eval.*`) or the fields of its family's settings dataclass
-(`r2d2.Settings.*`). Tools (record_video, the gin-file tests) read them
-with `experiment_setting`.
+`agent_fn`, `num_env_steps`, `seed`, ...) are the fields of its family's
+settings dataclass (`on_policy.Settings.*`, `r2d2.Settings.*`, both
+`settings.RunSettings`). Tools (record_video, the gin-file tests) read
+them with `experiment_setting`.
 """
 
 import contextlib
@@ -146,8 +146,8 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
   except Exception as e:  # pylint: disable=broad-except
     # Gin raises ValueError / KeyError / SyntaxError / ImportError with the
     # file, line and binding appended to the message.
-    hint = ''
-    if 'No configurable matching' in str(e):
+    hint = _renamed_hint(str(e))
+    if not hint and 'No configurable matching' in str(e):
       # The binaries register no configurables themselves.
       hint = (' A gin file imports the module of each configurable it '
               'names, e.g. `import tfa_explore.experiments.on_policy`; '
@@ -156,6 +156,25 @@ def parse_gin(gin_files: Sequence[str], gin_bindings: Sequence[str]) -> None:
         f'Invalid gin configuration (files {gin_files}, bindings '
         f'{gin_bindings}): {e}{hint}') from e
   check_bound_values()
+
+
+# Renamed configurables and modules: a gin file that still names the old
+# one is told the new name (gin's own message says where).
+RENAMED = (
+    ('on_policy.train_eval', 'on_policy.Settings'),
+    ('rnd_ppo.rnd_ppo_agent', 'ppo.ppo_clip_agent'),
+    ('tfa_explore.experiments.rnd_ppo', 'tfa_explore.experiments.ppo'),
+)
+
+
+def _renamed_hint(message: str) -> str:
+  """' `X` is now `Y`.' if gin's `message` is about a renamed name."""
+  for old, new in RENAMED:
+    if (f'{old}.' in message or f"No configurable matching '{old}'" in
+        message or f"No module named '{old}'" in message or
+        (f"'{old}'" in message and "doesn't have a parameter" in message)):
+      return f' `{old}` is now `{new}`: rename it in the gin file.'
+  return ''
 
 
 def check_bound_values() -> None:
@@ -247,16 +266,12 @@ def _macro_value(value):
 def experiment_setting(name: str):
   """The value bound to the experiment's setting `name`, e.g. 'env_loader'.
 
-  An experiment's gin surface is either its own parameters
-  (`on_policy.train_eval.env_loader`) or, for a family with a settings
-  dataclass, `<module>.Settings` (`r2d2.Settings.env_loader`).
+  The experiment `<module>.train_eval` is configured by `<module>.Settings`
+  (`on_policy.Settings.env_loader`, `r2d2.Settings.env_loader`).
   """
   selector = gin.query_parameter('run_experiment.experiment').selector
-  try:
-    return gin.query_parameter(f'{selector}.{name}')
-  except ValueError:
-    module = selector.rpartition('.')[0]
-    return gin.query_parameter(f'{module}.Settings.{name}')
+  module = selector.rpartition('.')[0]
+  return gin.query_parameter(f'{module}.Settings.{name}')
 
 
 def run(root_dir: str, gin_files: Sequence[str],

@@ -15,7 +15,7 @@ INTRINSIC = 'intrinsic'
 class DualValueNetwork(network.Network):
   """Emits `{'extrinsic': V_E, 'intrinsic': V_I}`, each shaped like the batch.
 
-  Not a gin configurable: `rnd_ppo.rnd_ppo_agent` builds it and passes every
+  Not a gin configurable: `ppo.ppo_clip_agent` builds it and passes every
   argument itself, so a binding of the class would be silently ignored.
 
   The output is a dict of two scalar values per observation, which TF-Agents'

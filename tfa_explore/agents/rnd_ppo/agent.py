@@ -90,7 +90,7 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
   """PPO-Clip with an intrinsic reward and two value heads.
 
   Defaults are the paper's (Burda et al. 2018, Table 5 / appendix A.5).
-  Built from gin by `tfa_explore.experiments.rnd_ppo.rnd_ppo_agent` only.
+  Built from gin by `tfa_explore.experiments.ppo.ppo_clip_agent` only.
   """
 
   LOSS_INFO_FIELDS = (('loss',) + RndPPOLossInfo._fields +
@@ -431,12 +431,17 @@ class RndPPOAgent(ppo_clip.EpochLoopPPOClipAgent):
     info = processed.policy_info
     losses = {name: means[name] for name in RndPPOLossInfo._fields +
               ('entropy',)}
-    losses['total_loss'] = means['loss'] + means['intrinsic_reward_loss']
     losses['explained_variance_extrinsic'] = maths.explained_variance(
         info['value_prediction'], info['return'], weights)
-    losses['explained_variance_intrinsic'] = maths.explained_variance(
-        info[INTRINSIC_VALUE_PREDICTION], info[INTRINSIC_RETURN], weights)
+    if self.intrinsic_reward is None:
+      # Plain PPO: no intrinsic stream, so nothing of it on TensorBoard.
+      for name in ('intrinsic_value_loss', 'intrinsic_reward_loss'):
+        del losses[name]
+    else:
+      losses['explained_variance_intrinsic'] = maths.explained_variance(
+          info[INTRINSIC_VALUE_PREDICTION], info[INTRINSIC_RETURN], weights)
     summaries.write_losses(self.train_step_counter, losses)
+    self._write_learning_rate()
     self._intrinsic_reward.write_summaries(
         self.train_step_counter,
         intrinsic.IntrinsicRewards(raw=info[RAW_INTRINSIC_REWARD],

@@ -7,9 +7,10 @@ Tags (scalars at the agent's `train_step_counter`; the `Intrinsic/` and
 Losses/
   policy_gradient_loss, entropy_regularization_loss,
   extrinsic_value_loss, intrinsic_value_loss, intrinsic_reward_loss,
-  total_loss,
   entropy (weighted mean), clip_fraction   (all averaged over the update)
   explained_variance_extrinsic, explained_variance_intrinsic
+(plain PPO: none of the intrinsic ones). `Losses/total_loss` is the
+loop's: the loss `train` returns, its last gradient step's.
 """
 
 import tensorflow as tf

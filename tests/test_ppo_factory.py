@@ -1,17 +1,18 @@
-"""rnd_ppo.rnd_ppo_agent: RND-PPO and its twin from the same factory."""
+"""ppo.ppo_clip_agent: plain PPO and RND-PPO from one factory."""
 
 import functools
 
 from absl.testing import absltest
 import gin
 import tensorflow as tf
+from tf_agents.agents.ppo import ppo_clip_agent
 from tf_agents.environments import tf_py_environment
 
 from tfa_explore import errors
 from tfa_explore import networks
 from tfa_explore.agents import rnd_ppo as rnd_ppo_agents
 from tfa_explore.experiments import intrinsic
-from tfa_explore.experiments import rnd_ppo
+from tfa_explore.experiments import ppo
 from tfa_explore.testing import fake_envs
 
 SHARED = dict(
@@ -31,7 +32,7 @@ INTRINSIC = dict(
     first_visits_only=False)
 
 
-class RndPpoFactoryTest(absltest.TestCase):
+class PpoFactoryTest(absltest.TestCase):
 
   def setUp(self):
     super().setUp()
@@ -41,7 +42,7 @@ class RndPpoFactoryTest(absltest.TestCase):
     self.addCleanup(gin.clear_config)
 
   def build(self, **kwargs):
-    return rnd_ppo.rnd_ppo_agent(
+    return ppo.ppo_clip_agent(
         time_step_spec=self.env.time_step_spec(),
         action_spec=self.env.action_spec(),
         train_step_counter=tf.Variable(0, dtype=tf.int64), **kwargs)
@@ -62,6 +63,15 @@ class RndPpoFactoryTest(absltest.TestCase):
          if 'ActorDistributionNetwork' in v.name],
         [v.shape for v in twin.collect_policy.variables()
          if 'ActorDistributionNetwork' in v.name])
+
+  def test_agent_class_takes_a_subclass_of_the_agent(self):
+    class Marked(rnd_ppo_agents.RndPPOAgent):
+      pass
+
+    agent = self.build(intrinsic_reward=None, agent_class=Marked, **SHARED)
+    self.assertIsInstance(agent, Marked)
+    # A PPO agent a TF-Agents pipeline takes as one.
+    self.assertIsInstance(agent, ppo_clip_agent.PPOClipAgent)
 
   def assert_missing_binding(self, parameter, build):
     with self.assertRaises(RuntimeError) as raised:
@@ -92,7 +102,7 @@ class RndPpoFactoryTest(absltest.TestCase):
           self.build(intrinsic_reward=None,
                      **dict(SHARED, **{setting: value}))
         self.assertEqual(errors.user_message(raised.exception),
-                         f'rnd_ppo.rnd_ppo_agent: {message}.')
+                         f'ppo.ppo_clip_agent: {message}.')
 
   def test_agent_class_is_configured_through_the_factory_only(self):
     # A binding of the class would be silently overridden by the factory,
