@@ -2,7 +2,8 @@ r"""A stock TF-Agents recurrent DQN on an R2D2 gin file's task: the peer.
 
   .venv/bin/python benchmarks/stock_recurrent_dqn.py \
       [--gin_file=gin/r2d2/stateless_cartpole.gin] [--num_env_steps=80000] \
-      [--tf_threads=1]
+      [--tf_threads=1] [--gin_bindings=SEED=1 ...] \
+      [--root_dir=DIR [--stop_return=450]]
 
 TF-Agents' own pieces, as a TF-Agents user would assemble them:
 `DqnAgent` + `QRnnNetwork` (the gin file's torso, LSTM and head sizes), the
@@ -21,8 +22,19 @@ step), replay capacity in env steps, learning rate, gamma, target period.
 It prints progress lines in train_eval's format (`env steps N/M ... |
 X env steps/s`) every `--log_interval` env steps, which
 benchmarks/r2d2_throughput.py reads to time a steady window.
+
+With `--root_dir`, the greedy policy is evaluated as R2D2's learner
+evaluates its own, by the same `Evaluator`: the gin file's
+`num_eval_episodes` episodes (one per eval env, seeded from `SEED` as
+R2D2's) at every multiple of its `eval_interval` env steps and at the end,
+`Metrics/*` at the env step in `<root_dir>/eval`, so
+benchmarks/time_to_result.py reads both agents' evaluations alike.
+`--stop_return` ends the run at the first evaluation that reaches it.
+Without `--root_dir` nothing is evaluated: a timed window stays pure
+collection and training.
 """
 
+import os
 import time
 
 from absl import app
@@ -38,6 +50,13 @@ _LOG_INTERVAL = flags.DEFINE_integer('log_interval', 10_000,
                                      'A progress line every this many.')
 _TF_THREADS = flags.DEFINE_integer(
     'tf_threads', None, 'TF intra- and inter-op threads (default: TF\'s).')
+_GIN_BINDINGS = flags.DEFINE_multi_string(
+    'gin_bindings', [], "Gin bindings after the file, e.g. 'SEED=1'.")
+_ROOT_DIR = flags.DEFINE_string(
+    'root_dir', None, 'If set, greedy evaluations, written to <root_dir>/eval.')
+_STOP_RETURN = flags.DEFINE_float(
+    'stop_return', None, 'With --root_dir: stop after the first evaluation '
+    'whose average return is at least this.')
 
 
 def main(argv):
@@ -49,12 +68,13 @@ def main(argv):
   from tf_agents.replay_buffers import tf_uniform_replay_buffer  # pylint: disable=g-import-not-at-top
   from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments import evaluation  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import settings as settings_lib  # pylint: disable=g-import-not-at-top
 
   run_kit.set_tf_threads(_TF_THREADS.value)
-  runner.parse_gin([_GIN_FILE.value], [])
+  runner.parse_gin([_GIN_FILE.value], _GIN_BINDINGS.value)
   settings = settings_lib.from_gin()
 
   sequence = stock_agents.agent_setting('sequence_config')
@@ -88,6 +108,12 @@ def main(argv):
       sample_batch_size=settings.batch_size, num_steps=sequence_length,
       num_parallel_calls=2).prefetch(2)
   iterator = iter(dataset)
+  evaluator = last_eval = None
+  if _ROOT_DIR.value:
+    evaluator = evaluation.Evaluator(
+        agent.policy, settings.env_loader, settings.num_eval_episodes,
+        settings.seed, tf.summary.create_file_writer(
+            os.path.join(_ROOT_DIR.value, run_kit.EVAL_DIR)))
 
   time_step = environment.reset()
   policy_state = agent.collect_policy.get_initial_state(num_envs)
@@ -128,6 +154,18 @@ def main(argv):
       last_log_time, last_log_steps = now, env_steps
       last_log_train_steps = int(train_step)
       collect_cpu = train_cpu = 0.0
+    if evaluator is not None and run_kit.crossed(previous, env_steps,
+                                                 settings.eval_interval):
+      last_eval = evaluator(env_steps)
+      if (_STOP_RETURN.value is not None and
+          last_eval['AverageReturn'] >= _STOP_RETURN.value):
+        break
+  # As R2D2's learner: a last evaluation at the final env step.
+  if evaluator is not None and (last_eval is None or
+                                last_eval['EnvironmentSteps'] != env_steps):
+    evaluator(env_steps)
+  if evaluator is not None:
+    evaluator.close()
 
 
 if __name__ == '__main__':
