@@ -1,4 +1,4 @@
-r"""R2D2 against a stock TF-Agents recurrent DQN, side by side (issue 34).
+r"""R2D2 against a stock TF-Agents recurrent DQN, side by side.
 
   .venv/bin/python benchmarks/r2d2_throughput.py \
       [--gin_file=gin/r2d2/stateless_cartpole.gin] [--repeats=2] \
