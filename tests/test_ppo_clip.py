@@ -2,7 +2,6 @@
 
 import functools
 
-import numpy as np
 import tensorflow as tf
 from tf_agents.agents.ppo import ppo_clip_agent
 from tf_agents.networks import actor_distribution_network
