@@ -10,7 +10,6 @@ command again, which must skip both.
 
 import contextlib
 import csv
-import importlib.util
 import io
 import json
 import os
@@ -23,6 +22,8 @@ from unittest import mock
 
 from absl.testing import absltest
 import pytest
+
+import benchmark_scripts  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
@@ -72,17 +73,7 @@ ppo.ppo_clip_agent.activation_fn = @tf.nn.tanh
 """
 
 
-def _load_script():
-  """The script as a module (it imports `common` from next to it)."""
-  if BENCHMARKS not in sys.path:
-    sys.path.insert(0, BENCHMARKS)
-  spec = importlib.util.spec_from_file_location('bsuite_sweep', SCRIPT)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-sweep = _load_script()
+sweep = benchmark_scripts.load('bsuite_sweep')
 # The modules the script imports from next to it: the same objects.
 import bsuite_runs  # pylint: disable=g-import-not-at-top,wrong-import-position
 import bsuite_scores  # pylint: disable=g-import-not-at-top,wrong-import-position

@@ -5,7 +5,6 @@ runs write theirs; the integration tests run stock_recurrent_dqn.py with
 evaluations on a budget of a few hundred env steps.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -17,6 +16,8 @@ import time
 
 from absl.testing import absltest
 import pytest
+
+import benchmark_scripts  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,17 +25,7 @@ BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
 SCRIPT = os.path.join(BENCHMARKS, 'time_to_result.py')
 
 
-def _load_script():
-  """The script as a module (its flags are defined by `__main__` only)."""
-  if BENCHMARKS not in sys.path:
-    sys.path.insert(0, BENCHMARKS)
-  spec = importlib.util.spec_from_file_location('time_to_result', SCRIPT)
-  module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
-  return module
-
-
-time_to_result = _load_script()
+time_to_result = benchmark_scripts.load('time_to_result')
 import common  # pylint: disable=g-import-not-at-top,wrong-import-position
 
 
