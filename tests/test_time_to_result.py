@@ -21,8 +21,6 @@ import benchmark_scripts  # pylint: disable=g-bad-import-order
 import tensorflow as tf
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCHMARKS = os.path.join(REPO_ROOT, 'benchmarks')
-SCRIPT = os.path.join(BENCHMARKS, 'time_to_result.py')
 
 
 time_to_result = benchmark_scripts.load('time_to_result')
