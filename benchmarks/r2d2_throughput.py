@@ -14,8 +14,9 @@ Peers, each a fresh process, interleaved (A B C A B C ...):
   and one inter-op thread; the better of the two per CPU-second is the
   peer's best setting;
 * `baseline` (with `--baseline_tree=DIR`): `ours` run from another
-  checkout, its own binary and package (e.g. `git worktree add ../before
-  <commit>`), so a change is measured before and after in one run.
+  checkout, its own binary, package and gin file (e.g. `git worktree add
+  ../before <commit>`), so a change is measured before and after in one
+  run.
 
 A window runs from the first progress line at or past `--window_start` env
 steps to the first at or past `--window_end`: env steps over the CPU
@@ -77,8 +78,10 @@ def _commands(root_dir):
     # The tree's package ahead of the venv's editable install of this one.
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [tree] + [p for p in [os.environ.get('PYTHONPATH')] if p]))
-    baseline = common.train_eval_command(root_dir + '_baseline',
-                                         _GIN_FILE.value, bindings)
+    # The tree's own gin file: a change may bind settings only it knows.
+    baseline = common.train_eval_command(
+        root_dir + '_baseline', os.path.join(tree, _GIN_FILE.value),
+        bindings)
     baseline[1] = os.path.join(tree, 'train', 'train_eval.py')
     commands['baseline'] = (baseline, environment)
   return commands
