@@ -133,6 +133,15 @@ def window(command, log_path, start, end, timeout, environment=None):
           1000 * own / steps, 1000 * children / steps)
 
 
+def reaches(value, target):
+  """`value >= target` for a float32 summary.
+
+  Rates are logged as float32: 9 of 10 episodes is 0.8999999762, which
+  counts as 0.9.
+  """
+  return value >= target - 1e-6
+
+
 def read_scalars(directory):
   """{tag: [(step, wall_time, value)]} of the event files in `directory`.
 

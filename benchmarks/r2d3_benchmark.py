@@ -67,9 +67,6 @@ R2D2_RND_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d2_rnd',
 R2D3_RND_GIN = os.path.join(REPO_ROOT, 'gin', 'r2d3_rnd',
                             'minigrid_doorkey8x8.gin')
 TARGET_SUCCESS = 0.9
-# Success rates are logged as float32 (18 of 20 episodes: 0.89999998), so
-# the target test allows float32 rounding.
-FLOAT32_TOLERANCE = 1e-6
 # Evals (env step 0 excluded) averaged for the "mean of last" column.
 LAST_EVALS = 10
 SUCCESS_TAG = 'Metrics/SuccessRate'
@@ -153,7 +150,7 @@ def summarize(run_dir):
   learner = train.get('Metrics/LearnerSteps', [])
   wall_times = [wall for _, wall, _ in evals + steps]
   reached = [step for step, _, value in evals
-             if value >= TARGET_SUCCESS - FLOAT32_TOLERANCE]
+             if common.reaches(value, TARGET_SUCCESS)]
   # Only R2D3 evaluates at env step 0, right after pre-training.
   pretrained = [value for step, _, value in evals if step == 0]
   return {

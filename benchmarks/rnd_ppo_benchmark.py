@@ -94,12 +94,6 @@ def train(task, agent, seed, output_dir, log_dir):
   return name, seconds, code
 
 
-def reaches(value, target):
-  """`value >= target` for a float32 summary: 9 of 10 episodes is stored
-  as 0.8999999762, which counts as 0.9."""
-  return value >= target - 1e-6
-
-
 def summarize_run(directory, task):
   spec = TASKS[task]
   train_scalars = read_scalars(os.path.join(directory, 'train'))
@@ -111,7 +105,8 @@ def summarize_run(directory, task):
   first_target = None
   if spec['return_target'] is not None:
     first_target = next(
-        (s for s, v in evals if reaches(v, spec['return_target'])), None)
+        (s for s, v in evals if common.reaches(v, spec['return_target'])),
+        None)
   return dict(
       first_success=first_success,
       terminated=int(terminated[-1][1]) if terminated else 0,
@@ -170,7 +165,7 @@ def report(output_dir, seeds, tasks):
       else:
         hits = sum(r['first_target'] is not None and
                    r['first_target'] <= budget for r in runs)
-        final = sum(reaches(r['final_return'], spec['return_target'])
+        final = sum(common.reaches(r['final_return'], spec['return_target'])
                     for r in runs)
         lines.append(f'* {agent}: {eval_label(spec)} >= '
                      f'{spec["return_target"]} '

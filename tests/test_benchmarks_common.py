@@ -1,4 +1,5 @@
-"""benchmarks/common.py's CPU description, which every speed figure names."""
+"""benchmarks/common.py: the CPU description every speed figure names, and
+the reading of float32 eval summaries against a target."""
 
 import os
 import sys
@@ -6,6 +7,7 @@ import tempfile
 from unittest import mock
 
 from absl.testing import absltest
+import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'benchmarks'))
@@ -46,6 +48,20 @@ class CpuDescriptionTest(absltest.TestCase):
     text = common.cpu_description('/nonexistent/cpuinfo')
     self.assertStartsWith(text, 'CPU model unknown (')
     self.assertIn('not read', text)
+
+
+class ReachesTest(absltest.TestCase):
+
+  def test_nine_of_ten_stored_as_float32_reaches_point_nine(self):
+    stored = float(np.float32(9) / np.float32(10))
+    self.assertLess(stored, 0.9)  # what the summary holds
+    self.assertTrue(common.reaches(stored, 0.9))
+
+  def test_below_the_target_does_not(self):
+    self.assertFalse(common.reaches(float(np.float32(8) / np.float32(10)),
+                                    0.9))
+    self.assertFalse(common.reaches(-110.5, -110.0))
+    self.assertTrue(common.reaches(-110.0, -110.0))
 
 
 if __name__ == '__main__':
