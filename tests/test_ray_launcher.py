@@ -11,10 +11,12 @@ import glob
 import io
 import os
 import signal
+import tempfile
 import threading
 import time
 from unittest import mock
 
+import portpicker
 import pytest
 import ray
 from ray._private import worker as ray_worker  # how the driver prints
@@ -84,6 +86,38 @@ class RolePrefixTest(absltest.TestCase):
         output)
     self.assertEqual(output.getvalue(),
                      '(LearnerRole pid=123) 12:00:00 env steps 1/2\n')
+
+
+class PickServerPortTest(absltest.TestCase):
+
+  def test_a_free_port_between_ray_workers_and_the_ephemeral_range(self):
+    for _ in range(20):
+      port = ray_launcher.pick_server_port(ephemeral_start=32768)
+      self.assertBetween(port, 20000, 32767)
+      self.assertTrue(portpicker.is_port_free(port))
+
+  def test_a_taken_port_is_passed_over(self):
+    taken = iter([False, False, True])
+    with mock.patch.object(portpicker, 'is_port_free',
+                           side_effect=lambda port: next(taken)) as free:
+      port = ray_launcher.pick_server_port(ephemeral_start=32768)
+    self.assertEqual(free.call_count, 3)
+    self.assertBetween(port, 20000, 32767)
+
+  def test_no_gap_falls_back_to_portpicker(self):
+    with mock.patch.object(portpicker, 'pick_unused_port',
+                           return_value=40123):
+      self.assertEqual(
+          ray_launcher.pick_server_port(ephemeral_start=20000), 40123)
+
+  def test_the_kernel_range_is_read_from_proc(self):
+    handle, path = tempfile.mkstemp()
+    with os.fdopen(handle, 'w') as f:
+      f.write('40000\t60999\n')
+    self.addCleanup(os.remove, path)
+    self.assertEqual(ray_launcher._ephemeral_ports_start(path), 40000)  # pylint: disable=protected-access
+    self.assertEqual(
+        ray_launcher._ephemeral_ports_start(path + '.missing'), 32768)  # pylint: disable=protected-access
 
 
 # Hang guards, not speed checks: on a machine loaded 10 deep the cluster

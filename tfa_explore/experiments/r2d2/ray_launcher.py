@@ -33,6 +33,7 @@ import dataclasses
 import logging as python_logging
 import math
 import os
+import random
 import sys
 import time
 from typing import Any, Dict, Optional, Sequence
@@ -51,6 +52,46 @@ from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import launcher
 from tfa_explore.experiments.r2d2 import learner as learner_lib
 from tfa_explore.experiments.r2d2 import settings as settings_lib
+
+
+# The replay server's port is picked by the driver and bound seconds later
+# in a Ray worker (and again after a restart there). The kernel's ephemeral
+# ports are also the local ports of Ray's many client connections, and
+# Ray's workers listen on 10002-19999 by default: a port from either can
+# be taken before the server binds it. So the pick comes from between.
+_RAY_WORKER_PORTS_END = 20000
+_EPHEMERAL_RANGE_FILE = '/proc/sys/net/ipv4/ip_local_port_range'
+
+
+def _ephemeral_ports_start(path: str = _EPHEMERAL_RANGE_FILE) -> int:
+  """The first port of the kernel's ephemeral range (Linux: 32768)."""
+  try:
+    with open(path) as f:
+      return int(f.read().split()[0])
+  except (OSError, ValueError, IndexError):
+    return 32768
+
+
+def pick_server_port(rng=random,
+                     ephemeral_start: Optional[int] = None) -> int:
+  """A free port for the replay server, clear of Ray's and the kernel's.
+
+  Args:
+    rng: draws the ports (`random.Random` or the `random` module).
+    ephemeral_start: the kernel's first ephemeral port; None reads it.
+
+  Returns:
+    A port in [20000, ephemeral_start) that is free now, or
+    `portpicker.pick_unused_port()` when that gap is empty or full.
+  """
+  if ephemeral_start is None:
+    ephemeral_start = _ephemeral_ports_start()
+  if ephemeral_start > _RAY_WORKER_PORTS_END:
+    for _ in range(100):
+      port = rng.randrange(_RAY_WORKER_PORTS_END, ephemeral_start)
+      if portpicker.is_port_free(port):
+        return port
+  return portpicker.pick_unused_port()
 
 
 @gin.configurable(module='r2d2')
@@ -265,7 +306,7 @@ def train_eval(root_dir: str, ray_address: Optional[str] = None,
     raise
   root_dir = os.path.abspath(root_dir)
   os.makedirs(root_dir, exist_ok=True)
-  port = portpicker.pick_unused_port()
+  port = pick_server_port()
   address = f'{ray.util.get_node_ip_address()}:{port}'
   # max_concurrency 2: `pid` answers while `run` runs (fault injection).
   restarts = dict(max_restarts=resources.max_restarts, max_task_retries=-1,
