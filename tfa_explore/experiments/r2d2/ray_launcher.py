@@ -72,12 +72,10 @@ def _ephemeral_ports_start(path: str = _EPHEMERAL_RANGE_FILE) -> int:
     return 32768
 
 
-def pick_server_port(rng=random,
-                     ephemeral_start: Optional[int] = None) -> int:
+def pick_server_port(ephemeral_start: Optional[int] = None) -> int:
   """A free port for the replay server, clear of Ray's and the kernel's.
 
   Args:
-    rng: draws the ports (`random.Random` or the `random` module).
     ephemeral_start: the kernel's first ephemeral port; None reads it.
 
   Returns:
@@ -88,7 +86,7 @@ def pick_server_port(rng=random,
     ephemeral_start = _ephemeral_ports_start()
   if ephemeral_start > _RAY_WORKER_PORTS_END:
     for _ in range(100):
-      port = rng.randrange(_RAY_WORKER_PORTS_END, ephemeral_start)
+      port = random.randrange(_RAY_WORKER_PORTS_END, ephemeral_start)
       if portpicker.is_port_free(port):
         return port
   return portpicker.pick_unused_port()
