@@ -200,9 +200,11 @@ def make_replay(agent: R2D2Agent, capacity: int, samples_per_insert: float,
       samples_per_insert=samples_per_insert,
       min_size_to_sample=min_size_to_sample, error_buffer=error_buffer)
   server = reverb.Server([table], port=None)
+  # max_cycle_length=1: each batch from one sample stream, not
+  # `batch_size` interleaved ones (less CPU for the same batches).
   buffer = reverb_replay_buffer.ReverbReplayBuffer(
       agent.collect_data_spec, TABLE_NAME, sequence_length,
-      local_server=server)
+      local_server=server, max_cycle_length=1)
   # R2D2: instead of ReverbAddTrajectoryObserver. Each step is written once;
   # items are overlapping windows of `sequence_length` steps every
   # `replay_period` steps, front-padded with `burn_in_steps` steps, never

@@ -119,7 +119,7 @@ class SequenceWriterTest(_ReverbTestCase):
 class BatchedSequenceWriterTest(_ReverbTestCase):
 
   def _write_both(self, agent, episode_length, episode_lengths, num_steps,
-                  priorities_fn):
+                  priorities_fn, storage=None):
     """The same transitions into a batched writer (table 'batched') and one
     observer per env (table 'per_env'), then both flushed.
 
@@ -135,13 +135,15 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     _, client = self.start_server([
         reverb.Table.queue('batched', max_size=1000, signature=signature),
         reverb.Table.queue('per_env', max_size=1000, signature=signature)])
+    client = _CountingClient(client)
     env = batched_py_environment.BatchedPyEnvironment(
         [fake_envs.load_counting(episode_length=episode_length,
                                  max_episode_steps=n)
          for n in episode_lengths], multithreading=False)
     batched_writer = sequence_writer.BatchedSequenceWriter(
         client, 'batched', config, len(episode_lengths),
-        agent.collect_data_spec, priorities_fn=priorities_fn)
+        agent.collect_data_spec, priorities_fn=priorities_fn,
+        storage=storage)
     per_env = [sequence_writer.R2D2SequenceObserver(
         client, 'per_env', config, priority_fn=agent.initial_priority_fn())
                for _ in episode_lengths]
@@ -165,10 +167,18 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     return client, batched_writer, per_env
 
   def test_same_items_as_one_observer_per_env_and_batched_priorities(self):
+    self._check_same_items(storage=None)
+
+  def test_sequence_copies_store_the_same_items_with_one_writer(self):
+    client = self._check_same_items(storage=sequence_writer.SequenceCopies())
+    # One writer for the three envs: one insert stream, not one per env.
+    self.assertEqual(client.num_writers, 1 + 3)  # + the per-env observers
+
+  def _check_same_items(self, storage):
     agent = support.make_agent(env=support.counting_env(episode_length=9))
     # 23 steps end episodes of every env, some mid-item.
     client, batched_writer, per_env = self._write_both(
-        agent, 9, (2, 9, 5), 23, agent.initial_priorities_fn())
+        agent, 9, (2, 9, 5), 23, agent.initial_priorities_fn(), storage)
 
     num_items = batched_writer.num_items_written
     # An episode of n steps is n + 1 trajectories (the last one is the
@@ -191,6 +201,7 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     for _, _, priority, data in batched_items:
       self.assertAllClose(priority, single_priority(data), rtol=1e-5)
     self.assertGreater(min(p for _, _, p, _ in batched_items), 0.0)
+    return client
 
   def test_items_wait_for_one_priority_call_within_a_stride(self):
     # Long episodes out of step: items complete one env at a time, and
@@ -245,7 +256,37 @@ class PackerTest(support.TestCase):
       self.assertIs(got, want)
 
 
+class _CountingClient:
+  """A `reverb.Client` that counts the trajectory writers it made."""
+
+  def __init__(self, client):
+    self._client = client
+    self.num_writers = 0
+
+  def trajectory_writer(self, *args, **kwargs):
+    self.num_writers += 1
+    return self._client.trajectory_writer(*args, **kwargs)
+
+  def __getattr__(self, name):
+    return getattr(self._client, name)
+
+
 class CloseTest(support.TestCase):
+
+  def test_sequence_copies_end_and_close_their_one_writer_once(self):
+    client = _SlowClosingClient(close_seconds=0.0)
+    writer = sequence_writer.BatchedSequenceWriter(
+        client, TABLE, support.SMALL_CONFIG, num_envs=4,
+        storage=sequence_writer.SequenceCopies())
+    writer.close(timeout_ms=250)
+    self.assertLen(client.end_episode_timeouts, 1)
+    self.assertEqual(client.num_closed, 1)
+
+  def test_storage_must_be_a_sequence_storage(self):
+    with self.assertRaisesRegex(ValueError, 'SequenceStorage'):
+      sequence_writer.BatchedSequenceWriter(
+          _SlowClosingClient(0.0), TABLE, support.SMALL_CONFIG, num_envs=2,
+          storage='copies')
 
   def test_one_timeout_covers_every_env(self):
     client = _SlowClosingClient(close_seconds=0.1)

@@ -607,6 +607,10 @@ class UserErrorTest(TestCase, parameterized.TestCase):
       ('r2d2_negative_priority_exponent', R2D2_GIN,
        'r2d2.Settings.priority_exponent = -1.0', 'free',
        'r2d2.Settings.priority_exponent must be >= 0, got -1.0.'),
+      ('r2d2_sequence_storage_not_a_storage', R2D2_GIN,
+       "r2d2.Settings.sequence_storage = 'copies'", 'free',
+       'r2d2.Settings.sequence_storage must be @r2d2.StepStream() or '
+       "@r2d2.SequenceCopies(), got 'copies'."),
       ('unknown_env_id', CARTPOLE_GIN,
        "suite_gymnasium.load.env_id = 'CartPol-v1'", 'free',
        "Unknown gymnasium env id 'CartPol-v1'. Did you mean: CartPole-v1"),

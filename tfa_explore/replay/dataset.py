@@ -17,7 +17,9 @@ def replay_dataset(replay_buffer, agent, batch_size, prefetch=2):
 
   Args:
     replay_buffer: a `ReverbReplayBuffer` on a table made by
-      `tables.make_prioritized_table` with the agent's specs.
+      `tables.make_prioritized_table` with the agent's specs; built with
+      `max_cycle_length=1`, each batch comes from one sample stream (its
+      default interleaves `batch_size` streams, at more CPU).
     agent: the `R2D2Agent`.
     batch_size: sequences per batch (paper: 64).
     prefetch: batches to prefetch.

@@ -3,11 +3,24 @@
 `R2D2SequenceObserver` is a TF-Agents observer (called with one unbatched
 `Trajectory` per environment step, like `ReverbAddTrajectoryObserver`). It
 cuts each episode with `sequence_cutter.SequenceCutter` (padded,
-overlapping sequences that never cross the episode boundary; see there)
-and appends each stream step to its Reverb writer once: items are
-references into that one stream, so overlapping items share the stored
-steps. `BatchedSequenceWriter` runs one observer per environment of a
-batched actor.
+overlapping sequences that never cross the episode boundary; see there).
+How the items reach Reverb is a `SequenceStorage`:
+
+* `StepStream` (the default): each env's stream appended one step at a
+  time to its own Reverb writer; items are references into that stream,
+  so overlapping items share the stored steps (each step stored once, as
+  Acme's adders store them). Memory-lean, for large observations.
+* `SequenceCopies`: each item appended whole, as one `[sequence_length]`
+  step, to one writer that all envs of an actor share: one Reverb append
+  per item instead of one per env and step, and one stream to the server
+  instead of one per env. Overlapping items store their shared steps
+  again (each step `sequence_length / stride` times, as the paper's
+  replay of sequences does). Cheaper in CPU for small observations
+  (docs/performance.md).
+
+Both give the table the same items, with the same signature.
+`BatchedSequenceWriter` runs one observer per environment of a batched
+actor.
 
 Successes (optional; R2D3 with `success_min_return`, a departure from the
 paper): the observer keeps the steps of the current episode and the
@@ -98,13 +111,151 @@ class _Deadline:
     return max(int((self._end - time.monotonic()) * 1000), 0)
 
 
+class _PendingItem:
+  """An item completed by the stream, waiting for its priority."""
+
+  __slots__ = ('steps', 'handle', '_sequence')
+
+  def __init__(self, steps, handle):
+    self.steps = steps  # the `sequence_length` steps, oldest first
+    self.handle = handle  # what the storage's writer needs to create it
+    self._sequence = None
+
+  @property
+  def sequence(self):
+    """The `[sequence_length]` numpy sequence (stacked once)."""
+    if self._sequence is None:
+      self._sequence = sequence_cutter.stack(self.steps)
+    return self._sequence
+
+
+class _StreamWriter:
+  """One env's `StepStream` writer."""
+
+  def __init__(self, py_client, sequence_config, max_in_flight_items):
+    self._length = sequence_config.sequence_length
+    self._max_in_flight_items = max_in_flight_items
+    # Pending items (see `R2D2SequenceObserver.add`) reach back at most one
+    # sequence and one stride: the rear padding after the item, or the
+    # `add`s an item may wait (`BatchedSequenceWriter`), up to the next
+    # item end.
+    self._writer = py_client.trajectory_writer(
+        num_keep_alive_refs=self._length + sequence_config.stride)
+
+  def add(self, flat_step, ends_item):
+    """Appends a stream step; the item columns if it ends an item."""
+    self._writer.append(flat_step)
+    return _last_steps(self._writer, self._length) if ends_item else None
+
+  def create_item(self, table_name, priority, item):
+    self._writer.create_item(table_name, priority, item.handle)
+
+  def flush(self):
+    # Blocks while more than `max_in_flight_items` items are unconfirmed:
+    # that is how the table's rate limiter holds the actor back, and what
+    # bounds the writer's memory.
+    self._writer.flush(block_until_num_items=self._max_in_flight_items)
+
+  def flush_all(self):
+    self._writer.flush()
+
+  def end(self, timeout_ms):
+    self._writer.end_episode(clear_buffers=True, timeout_ms=timeout_ms)
+
+  def close(self):
+    self._writer.close()
+
+
+class _CopyWriter:
+  """The `SequenceCopies` writer that all envs of an actor share."""
+
+  def __init__(self, py_client, max_in_flight_items):
+    self._max_in_flight_items = max_in_flight_items
+    self._writer = py_client.trajectory_writer(num_keep_alive_refs=1)
+    self._closed = False
+
+  def add(self, flat_step, ends_item):
+    del flat_step, ends_item  # Items are appended whole.
+    return None
+
+  def create_item(self, table_name, priority, item):
+    self._writer.append(tree.flatten(item.sequence))
+    # `[-1]`: the one step just appended, squeezed, so each column is the
+    # `[sequence_length, ...]` array, as a stream item's columns are.
+    self._writer.create_item(
+        table_name, priority,
+        [column[-1] for column in self._writer.history])
+
+  def flush(self):
+    self._writer.flush(block_until_num_items=self._max_in_flight_items)
+
+  def flush_all(self):
+    self._writer.flush()
+
+  def end(self, timeout_ms):
+    if not self._closed:  # Once for all the envs that share it.
+      self._writer.end_episode(clear_buffers=True, timeout_ms=timeout_ms)
+
+  def close(self):
+    if not self._closed:
+      self._closed = True
+      self._writer.close()
+
+
+class SequenceStorage:
+  """How an actor's items reach Reverb (see the module doc)."""
+
+  def writers(self, py_client, sequence_config, num_envs,
+              max_in_flight_items):
+    """One writer per env (the same object where envs share one).
+
+    Args:
+      py_client: `reverb.Client`.
+      sequence_config: the agent's `SequenceConfig`.
+      num_envs: envs of the actor.
+      max_in_flight_items: items per env sent but not yet confirmed by
+        the server before writing blocks (the rate limiter's hold).
+    """
+    raise NotImplementedError
+
+
+class StepStream(SequenceStorage):
+  """Each step stored once; items reference them (module doc)."""
+
+  def writers(self, py_client, sequence_config, num_envs,
+              max_in_flight_items):
+    return [_StreamWriter(py_client, sequence_config, max_in_flight_items)
+            for _ in range(num_envs)]
+
+  def __repr__(self):
+    return 'StepStream()'
+
+
+# Reverb logs a warning per item above about 50 unconfirmed items.
+_MAX_SHARED_IN_FLIGHT_ITEMS = 32
+
+
+class SequenceCopies(SequenceStorage):
+  """Each item appended whole to one writer per actor (module doc)."""
+
+  def writers(self, py_client, sequence_config, num_envs,
+              max_in_flight_items):
+    del sequence_config  # The items come whole.
+    shared = _CopyWriter(py_client, min(max_in_flight_items * num_envs,
+                                        _MAX_SHARED_IN_FLIGHT_ITEMS))
+    return [shared] * num_envs
+
+  def __repr__(self):
+    return 'SequenceCopies()'
+
+
 class R2D2SequenceObserver:
   """Writes episode-aligned, padded R2D2 sequences; see the module doc."""
 
   def __init__(self, py_client, table_name, sequence_config,
                collect_data_spec=None, priority_fn=None,
                default_priority=1.0, max_in_flight_items=4,
-               success_table=None, success_min_return=None):
+               success_table=None, success_min_return=None, writer=None):
     """Creates the observer.
 
     Args:
@@ -124,6 +275,8 @@ class R2D2SequenceObserver:
         whose return is at least `success_min_return` (see the module
         doc); None for none.
       success_min_return: the return threshold for `success_table`.
+      writer: this env's writer from a `SequenceStorage`'s `writers`
+        (`BatchedSequenceWriter`); None for its own `StepStream` writer.
     """
     if (success_table is None) != (success_min_return is None):
       raise ValueError(
@@ -153,13 +306,10 @@ class R2D2SequenceObserver:
           collect_data_spec, self._sequence_length,
           missing_hint=f'the server has tables {sorted(server_info)}.')
     self._cutter = sequence_cutter.SequenceCutter(sequence_config)
-    # Pending items (see `add`) reach back at most one sequence and one
-    # stride: the rear padding after the item, or the `add`s an item may
-    # wait (`BatchedSequenceWriter`), up to the next item end.
-    self._writer = py_client.trajectory_writer(
-        num_keep_alive_refs=self._sequence_length + sequence_config.stride)
+    self._writer = writer or StepStream().writers(
+        py_client, sequence_config, 1, max_in_flight_items)[0]
     self._num_items = 0
-    self._pending = []  # (steps of the sequence, item columns)
+    self._pending = []  # `_PendingItem`s, in order
     self._episode_over = False
 
   @property
@@ -193,13 +343,12 @@ class R2D2SequenceObserver:
       self._episode_steps.append(trajectory)
       self._episode_return += float(np.sum(trajectory.reward))
     for stream_step in self._cutter.add(trajectory):
+      ends_item = stream_step.item is not None
       # Flat: Reverb's `append` walks a nested step's paths in Python at
       # every call; the flat columns are the table signature's, in order.
-      self._writer.append(tree.flatten(stream_step.step))
-      if stream_step.item is not None:
-        self._pending.append(
-            (stream_step.item,
-             _last_steps(self._writer, self._sequence_length)))
+      handle = self._writer.add(tree.flatten(stream_step.step), ends_item)
+      if ends_item:
+        self._pending.append(_PendingItem(stream_step.item, handle))
     if trajectory.is_boundary():
       self._episode_over = True
 
@@ -215,7 +364,7 @@ class R2D2SequenceObserver:
   @property
   def pending_sequences(self):
     """The `[sequence_length]` numpy sequences of the items not yet written."""
-    return [sequence_cutter.stack(steps) for steps, _ in self._pending]
+    return [item.sequence for item in self._pending]
 
   def write_pending(self, priorities=None):
     """Writes the items completed since the last call.
@@ -233,16 +382,13 @@ class R2D2SequenceObserver:
     if len(priorities) != len(self._pending):
       raise ValueError(f'{len(priorities)} priorities for '
                        f'{len(self._pending)} pending items.')
-    for (_, item), priority in zip(self._pending, priorities):
+    for item, priority in zip(self._pending, priorities):
       self._writer.create_item(self._table_name, float(priority), item)
       self._num_items += 1
       if self._success_table is not None:
         self._episode_priorities.append(float(priority))
     if self._pending:
-      # Blocks while more than `max_in_flight_items` items are unconfirmed:
-      # that is how the table's rate limiter holds the actor back, and what
-      # bounds the writer's memory.
-      self._writer.flush(block_until_num_items=self._max_in_flight_items)
+      self._writer.flush()
     self._pending.clear()
     if self._episode_over:
       self._end_episode()
@@ -277,7 +423,7 @@ class R2D2SequenceObserver:
 
   def flush(self):
     """Blocks until the items written so far are on the server."""
-    self._writer.flush()
+    self._writer.flush_all()
     if self._success_writer is not None:
       self._success_writer.flush()
 
@@ -299,8 +445,7 @@ class R2D2SequenceObserver:
     """
     deadline = _Deadline(timeout_ms)
     try:
-      self._writer.end_episode(clear_buffers=True,
-                               timeout_ms=deadline.remaining_ms())
+      self._writer.end(deadline.remaining_ms())
       if self._success_writer is not None:
         self._success_writer.end_episode(clear_buffers=True,
                                          timeout_ms=deadline.remaining_ms())
@@ -329,7 +474,8 @@ class BatchedSequenceWriter:
   def __init__(self, py_client, table_name, sequence_config, num_envs,
                collect_data_spec=None, priorities_fn=None,
                default_priority=1.0, success_table=None,
-               success_min_return=None):
+               success_min_return=None, storage=None,
+               max_in_flight_items=4):
     """Creates the writer.
 
     Args:
@@ -344,6 +490,8 @@ class BatchedSequenceWriter:
       default_priority: priority when `priorities_fn` is None.
       success_table, success_min_return: as for `R2D2SequenceObserver`
         (per environment).
+      storage: a `SequenceStorage`; None for `StepStream()`.
+      max_in_flight_items: as for `R2D2SequenceObserver`, per env.
     """
     if num_envs < 1:
       raise ValueError(f'num_envs must be >= 1, got {num_envs}.')
@@ -352,14 +500,21 @@ class BatchedSequenceWriter:
     # Steps the oldest pending item may wait for its priority (0: none).
     self._max_wait = sequence_config.stride if priorities_fn else 0
     self._waited = 0  # steps since the pending items were last written
+    storage = StepStream() if storage is None else storage
+    if not isinstance(storage, SequenceStorage):
+      raise ValueError(
+          f'storage must be a SequenceStorage, got {storage!r}.')
+    writers = storage.writers(py_client, sequence_config, num_envs,
+                              max_in_flight_items)
     self._observers = [
         R2D2SequenceObserver(
             py_client, table_name, sequence_config,
             collect_data_spec if index == 0 else None,
             default_priority=default_priority,
+            max_in_flight_items=max_in_flight_items,
             success_table=success_table,
-            success_min_return=success_min_return)
-        for index in range(num_envs)]
+            success_min_return=success_min_return, writer=writer)
+        for index, writer in enumerate(writers)]
 
   @property
   def num_items_written(self):

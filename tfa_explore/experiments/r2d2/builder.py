@@ -390,12 +390,14 @@ class Builder:
           'start the replay server with this version of tfa_explore.')
 
   def sequence_writer(self, client: reverb.Client, agent, num_envs: int):
-    """The actor's writer of overlapping sequences (one stream per env)."""
+    """The actor's writer of overlapping sequences (per env, stored as
+    `r2d2.Settings.sequence_storage` says)."""
     return sequence_writer.BatchedSequenceWriter(
         client, replay_lib.AGENT_TABLE, agent.sequence_config, num_envs,
         agent.collect_data_spec,
         priorities_fn=(agent.initial_priorities_fn()
                        if self.settings.actor_priorities else None),
+        storage=self.settings.sequence_storage,
         **self.replay.writer_kwargs())
 
   def actor_policy(self, agent, task: int):

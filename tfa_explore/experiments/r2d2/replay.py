@@ -163,11 +163,17 @@ def table_names(strategy: ReplayStrategy, agent, settings) -> List[str]:
 
 
 def agent_table_buffer(server_address, agent, rate_limiter_timeout_ms):
-  """TF-Agents' `ReverbReplayBuffer` over the agent table."""
+  """TF-Agents' `ReverbReplayBuffer` over the agent table.
+
+  `max_cycle_length=1`: a batch comes from one Reverb sample stream.
+  TF-Agents' default interleaves `batch_size` streams of one sequence
+  each, which cost the learner more CPU than the batch needs
+  (docs/performance.md, "R2D2's learner").
+  """
   return reverb_replay_buffer.ReverbReplayBuffer(
       agent.collect_data_spec, AGENT_TABLE,
       agent.sequence_config.sequence_length, server_address=server_address,
-      rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+      rate_limiter_timeout_ms=rate_limiter_timeout_ms, max_cycle_length=1)
 
 
 class ReplayRates:
