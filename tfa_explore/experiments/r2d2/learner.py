@@ -176,11 +176,12 @@ class Learner:
         self._client, replay_lib.table_names(self._replay, self.agent,
                                              settings))
     self._updater = None
-    # One call per learner step takes the batch from the iterator inside
-    # the graph: passing the nested batch in from Python cost more CPU
-    # (packing it, then matching it to the traced signature) than the
-    # step's ops (docs/performance.md, "R2D2's learner").
-    self._train = common.function(self._train_next, autograph=False)
+    # One call runs several learner steps, each taking its batch from the
+    # iterator inside the graph: passing the nested batch in from Python
+    # cost more CPU (packing it, then matching it to the traced
+    # signature) than the step's ops, and a call per step costs the
+    # Python dispatch each time (docs/performance.md, "R2D2's learner").
+    self._train = common.function(self._train_steps, autograph=False)
     self._dataset = None
     self._iterator = None
     self._last_eval = None
@@ -214,8 +215,9 @@ class Learner:
 
   def train_iteration(self) -> None:
     """Up to `train_steps_per_iteration` learner steps."""
-    for _ in range(self._settings.train_steps_per_iteration):
-      loss_info = self._train_step()
+    end = int(self.train_step) + self._settings.train_steps_per_iteration
+    while int(self.train_step) < end:
+      loss_info = self._train_step(end - int(self.train_step))
       if loss_info is None:
         break
       self._loss_info = loss_info
@@ -413,6 +415,25 @@ class Learner:
     self._updater((experience, sample_info), loss_info)
     return loss_info
 
+  def _train_steps(self, iterator, num_steps):
+    """`num_steps` (>= 1) learner steps in one graph; the last `LossInfo`.
+
+    Steps run one after the other (`parallel_iterations=1`): each samples,
+    trains and writes its priorities before the next samples. A sample
+    timeout ends the call; the steps before it are done (`train_step`).
+    """
+    def body(step, _):
+      # The root name scope: summaries keep their tags (no 'while/').
+      with tf.name_scope(''):
+        return step + 1, self._train_next(iterator)
+
+    loss_info = self._train_next(iterator)
+    _, loss_info = tf.while_loop(
+        lambda step, _: step < num_steps, body,
+        (tf.constant(1, num_steps.dtype), loss_info),
+        parallel_iterations=1)
+    return loss_info
+
   @contextlib.contextmanager
   def _summary_context(self):
     """The train writer, recording every `summary_interval` learner steps."""
@@ -421,9 +442,9 @@ class Learner:
         lambda: tf.equal(self.train_step % interval, 0)):
       yield
 
-  def _train_step(self):
-    """One learner step on the next batch: its `LossInfo`, or None once
-    the run is over or a stop signal came.
+  def _train_step(self, num_steps=1):
+    """Up to `num_steps` learner steps, each on the next batch: the last
+    `LossInfo`, or None once the run is over or a stop signal came.
 
     A sample call waits at most `SAMPLE_POLL_SECONDS`; a timeout ends the
     iterator, so the next call starts a new one. Every
@@ -436,7 +457,8 @@ class Learner:
         self._iterator = iter(self._dataset)
       try:
         with self._summary_context():
-          return self._train(self._iterator)
+          return self._train(self._iterator,
+                             tf.constant(num_steps, tf.int64))
       except (StopIteration, tf.errors.OutOfRangeError,
               tf.errors.DeadlineExceededError):
         self._iterator = None
