@@ -407,6 +407,26 @@ class PrioritiesTest(_ReverbTestCase):
     self.assertAllClose(priorities, sample_info.priority, rtol=1e-5)
     self.assertGreater(np.min(sample_info.priority), 0.0)
 
+  def test_sampled_batches_are_replay_dataset_batches(self):
+    # The learner's own path (one stream, no per-sequence maps) gives the
+    # structure, shapes and priorities a TF-Agents buffer's dataset gives.
+    agent = support.make_agent()
+    server, _, _ = self._fill_table(agent, agent.initial_priority_fn())
+    buffer = reverb_replay_buffer.ReverbReplayBuffer(
+        agent.collect_data_spec, TABLE, 7, local_server=server)
+    expected = next(iter(replay_dataset.replay_dataset(buffer, agent, 4)))
+    experience, sample_info = next(iter(replay_dataset.sampled_batches(
+        f'localhost:{server.port}', TABLE, agent, batch_size=4)))
+    tf.nest.assert_same_structure((experience, sample_info), expected)
+    for got, want in zip(tf.nest.flatten((experience, sample_info)),
+                         tf.nest.flatten(expected)):
+      self.assertEqual(got.shape, want.shape)
+      self.assertEqual(got.dtype, want.dtype)
+    self.assertAllEqual(sample_info.priority.shape, [4])
+    # Each sampled sequence comes with the priority the actor gave it.
+    self.assertAllClose(agent.loss(experience).extra.priorities,
+                        sample_info.priority, rtol=1e-5)
+
   def test_learner_priorities_are_written_back_by_key(self):
     agent = support.make_agent()
     server, client, num_items = self._fill_table(agent, None)

@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
+from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import tables
 
 
@@ -78,15 +79,9 @@ def table_dataset(server_address, table_name, agent, is_demo,
     `tf.data.Dataset` of `MixedSequences` with `[T]` trajectories and
     scalar sample info.
   """
-  signature = tables.sequence_signature(agent.collect_data_spec,
-                                        agent.sequence_config.sequence_length)
-  dataset = reverb.TrajectoryDataset(
-      server_address=server_address,
-      table=table_name,
-      shapes=tf.nest.map_structure(lambda s: s.shape, signature),
-      dtypes=tf.nest.map_structure(lambda s: s.dtype, signature),
-      max_in_flight_samples_per_worker=max_in_flight_samples_per_worker,
-      rate_limiter_timeout_ms=rate_limiter_timeout_ms)
+  dataset = replay_dataset.sequence_dataset(
+      server_address, table_name, agent, max_in_flight_samples_per_worker,
+      rate_limiter_timeout_ms)
   flag = tf.constant(bool(is_demo))
   return dataset.map(
       lambda sample: r2d3_agent.MixedSequences(sample.data, sample.info, flag))

@@ -23,7 +23,6 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import reverb
 import tensorflow as tf
-from tf_agents.replay_buffers import reverb_replay_buffer
 from tf_agents.specs import tensor_spec
 
 from tfa_explore import errors
@@ -129,9 +128,9 @@ class AgentReplay(ReplayStrategy):
   def sampling(self, server_address, agent, batch_size, seed,
                rate_limiter_timeout_ms):
     del seed  # Reverb's prioritized sampling is not seeded.
-    dataset = replay_dataset.replay_dataset(
-        agent_table_buffer(server_address, agent, rate_limiter_timeout_ms),
-        agent, batch_size)
+    dataset = replay_dataset.sampled_batches(
+        server_address, AGENT_TABLE, agent, batch_size,
+        rate_limiter_timeout_ms=rate_limiter_timeout_ms)
     return dataset, priority_updater.PriorityUpdater(server_address,
                                                      AGENT_TABLE)
 
@@ -160,20 +159,6 @@ def check_server(strategy: ReplayStrategy, server_info, agent,
 def table_names(strategy: ReplayStrategy, agent, settings) -> List[str]:
   """The names of `strategy.make_tables`, the agent table first."""
   return [table.name for table in strategy.make_tables(agent, settings)]
-
-
-def agent_table_buffer(server_address, agent, rate_limiter_timeout_ms):
-  """TF-Agents' `ReverbReplayBuffer` over the agent table.
-
-  `max_cycle_length=1`: a batch comes from one Reverb sample stream.
-  TF-Agents' default interleaves `batch_size` streams of one sequence
-  each, which cost the learner more CPU than the batch needs
-  (docs/performance.md, "R2D2's learner").
-  """
-  return reverb_replay_buffer.ReverbReplayBuffer(
-      agent.collect_data_spec, AGENT_TABLE,
-      agent.sequence_config.sequence_length, server_address=server_address,
-      rate_limiter_timeout_ms=rate_limiter_timeout_ms, max_cycle_length=1)
 
 
 class ReplayRates:
