@@ -9,11 +9,13 @@ R2D2, in the order a TF-Agents actor/learner pipeline uses them
   place of `ReverbAddTrajectoryObserver`: padded, overlapping,
   episode-aligned sequences (cut by `sequence_cutter`, the one pure
   cutter) with their stored recurrent state and initial priorities;
-  `BatchedSequenceWriter` does the same for a batch of envs, and
-  `write_stream` writes a cut episode.
+  `BatchedSequenceWriter` does the same for a batch of envs, storing
+  them as its `SequenceStorage` says (`StepStream`, `SequenceCopies`),
+  and `write_stream` writes a cut episode.
 * `replay_dataset` (`dataset`): the learner's dataset over a stock
   `ReverbReplayBuffer`: `(PrioritizedSequences, sample_info)` pairs, as
-  the stock `Learner` unpacks them.
+  the stock `Learner` unpacks them; `sampled_batches` gives the same
+  pairs from a table's address, in one sample stream.
 * `PriorityUpdater` (`priority_updater`): the stock `Learner`'s
   `after_train_strategy_step_fn`; the learner's priorities back to Reverb
   by key.
@@ -24,8 +26,12 @@ priorities back to each table); import those modules by name.
 """
 
 from tfa_explore.replay.dataset import replay_dataset
+from tfa_explore.replay.dataset import sampled_batches
 from tfa_explore.replay.priority_updater import PriorityUpdater
 from tfa_explore.replay.sequence_writer import BatchedSequenceWriter
 from tfa_explore.replay.sequence_writer import R2D2SequenceObserver
+from tfa_explore.replay.sequence_writer import SequenceCopies
+from tfa_explore.replay.sequence_writer import SequenceStorage
+from tfa_explore.replay.sequence_writer import StepStream
 from tfa_explore.replay.sequence_writer import write_stream
 from tfa_explore.replay.tables import make_prioritized_table
