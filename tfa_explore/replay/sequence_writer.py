@@ -29,8 +29,8 @@ least `success_min_return`, writes its sequences once more, with the same
 priorities, to `success_table` (the learner's second demonstration
 table): `write_stream` of the episode cut again by the same cutter, which
 appends each stream step (paddings included) once and creates the items
-at the same ends, so the success table's chunks hold every step once, as
-the agent table's do. The actor keeps references to one episode's steps
+at the same ends, so the success table's chunks hold every step once
+(whatever the agent table's storage). The actor keeps references to one episode's steps
 per environment.
 
 Initial priorities: with a `priority_fn` (the agent's

@@ -76,8 +76,9 @@ class Settings(settings_lib.RunSettings):
     sequence_storage: how the actors' items reach Reverb
       (`sequence_writer.SequenceStorage`): None or `@r2d2.StepStream()`
       (each step stored once; large observations), or
-      `@r2d2.SequenceCopies()` (each item stored whole; less CPU for small
-      observations, `sequence_length / replay_period` times the memory).
+      `@r2d2.SequenceCopies()` (each item stored whole; less CPU, each step
+      stored `sequence_length / replay_period` times: 2x the bytes on
+      StatelessCartPole, docs/performance.md).
   """
   gin_name = 'r2d2.Settings'
 
