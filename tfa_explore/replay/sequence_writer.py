@@ -30,8 +30,8 @@ priorities, to `success_table` (the learner's second demonstration
 table): `write_stream` of the episode cut again by the same cutter, which
 appends each stream step (paddings included) once and creates the items
 at the same ends, so the success table's chunks hold every step once
-(whatever the agent table's storage). The actor keeps references to one episode's steps
-per environment.
+(whatever the agent table's storage). The actor keeps references to one
+episode's steps per environment.
 
 Initial priorities: with a `priority_fn` (the agent's
 `initial_priority_fn()`, evaluated with the actor's network copy, as in the
@@ -129,26 +129,13 @@ class _PendingItem:
     return self._sequence
 
 
-class _StreamWriter:
-  """One env's `StepStream` writer."""
+class _Writer:
+  """A Reverb `TrajectoryWriter` and its hold on unconfirmed items."""
 
-  def __init__(self, py_client, sequence_config, max_in_flight_items):
-    self._length = sequence_config.sequence_length
+  def __init__(self, py_client, num_keep_alive_refs, max_in_flight_items):
     self._max_in_flight_items = max_in_flight_items
-    # Pending items (see `R2D2SequenceObserver.add`) reach back at most one
-    # sequence and one stride: the rear padding after the item, or the
-    # `add`s an item may wait (`BatchedSequenceWriter`), up to the next
-    # item end.
     self._writer = py_client.trajectory_writer(
-        num_keep_alive_refs=self._length + sequence_config.stride)
-
-  def add(self, flat_step, ends_item):
-    """Appends a stream step; the item columns if it ends an item."""
-    self._writer.append(flat_step)
-    return _last_steps(self._writer, self._length) if ends_item else None
-
-  def create_item(self, table_name, priority, item):
-    self._writer.create_item(table_name, priority, item.handle)
+        num_keep_alive_refs=num_keep_alive_refs)
 
   def flush(self):
     # Blocks while more than `max_in_flight_items` items are unconfirmed:
@@ -166,12 +153,33 @@ class _StreamWriter:
     self._writer.close()
 
 
-class _CopyWriter:
+class _StreamWriter(_Writer):
+  """One env's `StepStream` writer."""
+
+  def __init__(self, py_client, sequence_config, max_in_flight_items):
+    # Pending items (see `R2D2SequenceObserver.add`) reach back at most one
+    # sequence and one stride: the rear padding after the item, or the
+    # `add`s an item may wait (`BatchedSequenceWriter`), up to the next
+    # item end.
+    super().__init__(
+        py_client, sequence_config.sequence_length + sequence_config.stride,
+        max_in_flight_items)
+    self._length = sequence_config.sequence_length
+
+  def add(self, flat_step, ends_item):
+    """Appends a stream step; the item columns if it ends an item."""
+    self._writer.append(flat_step)
+    return _last_steps(self._writer, self._length) if ends_item else None
+
+  def create_item(self, table_name, priority, item):
+    self._writer.create_item(table_name, priority, item.handle)
+
+
+class _CopyWriter(_Writer):
   """The `SequenceCopies` writer that all envs of an actor share."""
 
   def __init__(self, py_client, max_in_flight_items):
-    self._max_in_flight_items = max_in_flight_items
-    self._writer = py_client.trajectory_writer(num_keep_alive_refs=1)
+    super().__init__(py_client, 1, max_in_flight_items)
     self._closed = False
 
   def add(self, flat_step, ends_item):
@@ -186,20 +194,14 @@ class _CopyWriter:
         table_name, priority,
         [column[-1] for column in self._writer.history])
 
-  def flush(self):
-    self._writer.flush(block_until_num_items=self._max_in_flight_items)
-
-  def flush_all(self):
-    self._writer.flush()
-
   def end(self, timeout_ms):
     if not self._closed:  # Once for all the envs that share it.
-      self._writer.end_episode(clear_buffers=True, timeout_ms=timeout_ms)
+      super().end(timeout_ms)
 
   def close(self):
     if not self._closed:
       self._closed = True
-      self._writer.close()
+      super().close()
 
 
 class SequenceStorage:
