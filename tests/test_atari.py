@@ -1,5 +1,7 @@
 """Tests for the Atari preset (a few dozen Pong steps each)."""
 
+import functools
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import gin
@@ -7,6 +9,7 @@ import numpy as np
 from tf_agents.trajectories import time_step as ts
 
 from tfa_explore.environments import atari
+from tfa_explore.environments import batched
 from tfa_explore.environments import suite_gymnasium
 
 PONG = 'ALE/Pong-v5'
@@ -137,6 +140,74 @@ class AtariTest(parameterized.TestCase):
       self.assertEqual(env.observation_spec().shape, (84, 84, 2))
     finally:
       gin.clear_config()
+
+
+
+class AtariVectorBatchTest(parameterized.TestCase):
+  """A batch of `atari.load` envs steps in ALE's vector env."""
+
+  def _batch(self, loader, num_envs, seed, native=True):
+    if native:
+      environment = batched.make_batched_env(loader, num_envs, seed)
+      self.assertIsInstance(environment, atari.AtariVectorBatch)
+    else:
+      environment = batched.GymnasiumBatch(
+          [loader(seed=seed + i) for i in range(num_envs)])
+    self.addCleanup(environment.close)
+    return environment
+
+  @parameterized.parameters(4, 1)
+  def test_same_time_steps_as_the_gymnasium_batch(self, frame_stack):
+    # Without sticky actions Pong is deterministic, so both batches must
+    # agree on every field; 400 frames = 100 agent steps, so each env
+    # truncates and auto-resets (the stack's padding at a new episode).
+    loader = functools.partial(atari.load, PONG, frame_stack=frame_stack,
+                               sticky_action_probability=0.0,
+                               max_episode_frames=400)
+    native = self._batch(loader, 3, 0)
+    reference = self._batch(loader, 3, 0, native=False)
+    self.assertEqual(native.time_step_spec(), reference.time_step_spec())
+    self.assertEqual(native.action_spec(), reference.action_spec())
+    rng = np.random.default_rng(0)
+    native_step, reference_step = native.reset(), reference.reset()
+    step_types = []
+    for _ in range(230):
+      for field in ts.TimeStep._fields:
+        np.testing.assert_array_equal(getattr(native_step, field),
+                                      getattr(reference_step, field),
+                                      err_msg=field)
+      step_types.append(native_step.step_type)
+      actions = rng.integers(6, size=3)
+      native_step = native.step(actions)
+      reference_step = reference.step(actions)
+    step_types = np.array(step_types)
+    # Steps 0, 101 and 202 are FIRST; 100 and 201 are LAST (truncations).
+    np.testing.assert_array_equal(np.flatnonzero(step_types[:, 0] == 0),
+                                  [0, 101, 202])
+    np.testing.assert_array_equal(np.flatnonzero(step_types[:, 0] == 2),
+                                  [100, 201])
+
+  def test_a_seed_fixes_the_stream_with_sticky_actions(self):
+    loader = functools.partial(atari.load, PONG)
+    first, second = self._batch(loader, 2, 5), self._batch(loader, 2, 5)
+    other = self._batch(loader, 2, 6)
+    first.reset(), second.reset(), other.reset()
+    rng = np.random.default_rng(1)
+    differs = False
+    for _ in range(200):
+      actions = rng.integers(6, size=2)
+      a, b, c = first.step(actions), second.step(actions), other.step(actions)
+      np.testing.assert_array_equal(a.observation, b.observation)
+      differs |= not np.array_equal(a.observation, c.observation)
+    self.assertTrue(differs)
+
+  def test_rendering_or_life_loss_batches_stay_in_gymnasium(self):
+    for kwargs in (dict(render_mode='rgb_array'),
+                   dict(terminal_on_life_loss=True), dict(grayscale=False)):
+      environment = batched.make_batched_env(
+          functools.partial(atari.load, PONG, **kwargs), 2, 0)
+      self.addCleanup(environment.close)
+      self.assertIsInstance(environment, batched.GymnasiumBatch, kwargs)
 
 
 if __name__ == '__main__':

@@ -19,6 +19,7 @@ Tests, notebooks and other code that does not own `__main__` call
 `enable_multiprocessing()` below once (tests/test_batched.py does).
 """
 
+import abc
 import functools
 from typing import Callable, Optional, Sequence
 
@@ -33,6 +34,26 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore.environments import suite_gymnasium
 
 EnvLoader = Callable[..., py_environment.PyEnvironment]
+
+
+class NativeBatching(abc.ABC):
+  """An env that knows a faster way to step many copies of itself.
+
+  `make_batched_env` builds one env with the loader and, when it is a
+  `NativeBatching`, asks it for the batch instead of building the others
+  (`atari.AtariWrapper`: ALE's C++ vector env). The batch must give the
+  same time steps as a `GymnasiumBatch` of the loader's envs.
+  """
+
+  @abc.abstractmethod
+  def make_batch(self, seeds: Sequence[Optional[int]]
+                 ) -> py_environment.PyEnvironment:
+    """A batched PyEnvironment of `len(seeds)` envs like this one.
+
+    Env i is seeded with `seeds[i]` (None: random). The batch auto-resets
+    as `GymnasiumBatch` does: the step after LAST is a FIRST, its action
+    ignored.
+    """
 
 
 def enable_multiprocessing() -> None:
@@ -71,8 +92,9 @@ def make_batched_env(env_loader: EnvLoader,
       instead of in-process. Needs multiprocessing initialised, see the
       module docstring. In-process batches of `GymnasiumWrapper`s are a
       `GymnasiumBatch` (the same time steps as TF-Agents'
-      `BatchedPyEnvironment`, about 5x less CPU per step); other envs are
-      a `BatchedPyEnvironment`.
+      `BatchedPyEnvironment`, about 5x less CPU per step), unless the
+      loader's env is a `NativeBatching` (Atari: ALE's vector env); other
+      envs are a `BatchedPyEnvironment`.
 
   Returns:
     A batched PyEnvironment whose time steps and actions have a leading
@@ -96,7 +118,13 @@ def make_batched_env(env_loader: EnvLoader,
                     for env_seed in seeds]
     return parallel_py_environment.ParallelPyEnvironment(
         constructors, start_serially=True)
-  envs = [env_loader(seed=env_seed) for env_seed in seeds]
+  first = env_loader(seed=seeds[0])
+  if isinstance(first, NativeBatching):
+    try:
+      return first.make_batch(seeds)
+    finally:
+      first.close()
+  envs = [first] + [env_loader(seed=env_seed) for env_seed in seeds[1:]]
   if all(isinstance(env, suite_gymnasium.GymnasiumWrapper) for env in envs):
     return GymnasiumBatch(envs)
   # Gymnasium envs hold the GIL while stepping, so a thread pool only adds

@@ -126,8 +126,9 @@ def random_sequences(agent, step_types, seed=0):
     shape = outer + tuple(s.shape)
     if s.dtype.is_integer:
       # Step types are overwritten below; actions within their bounds.
-      low = int(getattr(s, 'minimum', 0))
-      high = int(getattr(s, 'maximum', 2))
+      # Bounds may be arrays (image specs): their extremes will do.
+      low = int(np.min(getattr(s, 'minimum', 0)))
+      high = int(np.max(getattr(s, 'maximum', 2)))
       return tf.constant(rng.integers(low, high + 1, size=shape), s.dtype)
     return tf.constant(rng.normal(size=shape), s.dtype)
 
