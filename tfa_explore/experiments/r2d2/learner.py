@@ -55,8 +55,11 @@ ACTORS = 'Actors'
 # sees a stop signal (Python runs signal handlers only between
 # TensorFlow ops), so a learner waiting on an empty table stops within
 # about this long. Longer waits (`sample_timeout_seconds`) are counted
-# over several calls.
-SAMPLE_POLL_SECONDS = 1.0
+# over several calls. A timeout drops the samples in flight (up to two
+# batches, already counted by the rate limiter), so the poll outlasts a
+# healthy wait for a batch's inserts: Pong's 64 sequences of 40 new steps
+# take 6.4 s at 400 env steps/s.
+SAMPLE_POLL_SECONDS = 20.0
 
 
 class ProgressReader:
@@ -218,10 +221,8 @@ class Learner:
     """Up to `train_steps_per_iteration` learner steps."""
     end = int(self.train_step) + self._settings.train_steps_per_iteration
     while int(self.train_step) < end:
-      loss_info = self._train_step(end - int(self.train_step))
-      if loss_info is None:
+      if not self._train_step(end - int(self.train_step)):
         break
-      self._loss_info = loss_info
 
   def read_progress(self) -> None:
     self._progress.drain()
@@ -443,28 +444,33 @@ class Learner:
         lambda: tf.equal(self.train_step % interval, 0)):
       yield
 
-  def _train_step(self, num_steps=1):
-    """Up to `num_steps` learner steps, each on the next batch: the last
-    `LossInfo`, or None once the run is over or a stop signal came.
+  def _train_step(self, num_steps=1) -> bool:
+    """Up to `num_steps` learner steps, each on the next batch (the last
+    `LossInfo` kept); False once the run is over or a stop signal came.
 
     A sample call waits at most `SAMPLE_POLL_SECONDS`; a timeout ends the
-    iterator, so the next call starts a new one. Every
+    iterator, so the next call starts a new one, and ends this call if it
+    made any step (the caller asks again for the rest). Every
     `sample_timeout_seconds` without a sample the learner logs it and
     checks the actors' health.
     """
     waited_since = time.monotonic()
+    steps_before = int(self.train_step)
     while True:
       if self._iterator is None:
         self._iterator = iter(self._dataset)
       try:
         with self._summary_context():
-          return self._train(self._iterator,
-                             tf.constant(num_steps, tf.int64))
+          self._loss_info = self._train(self._iterator,
+                                        tf.constant(num_steps, tf.int64))
+        return True
       except (StopIteration, tf.errors.OutOfRangeError,
               tf.errors.DeadlineExceededError):
         self._iterator = None
         if self._stop_requested():
-          return None
+          return False
+        if int(self.train_step) > steps_before:
+          return True
         waited = time.monotonic() - waited_since
         if waited >= self._settings.sample_timeout_seconds:
           logging.info(
@@ -476,7 +482,7 @@ class Learner:
           waited_since = time.monotonic()
         self.read_progress()
         if self._budget_spent():
-          return None
+          return False
 
   def _release_actors(self) -> None:
     """Lets actors blocked by the rate limiter see `finished`.
