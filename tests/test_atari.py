@@ -201,6 +201,16 @@ class AtariVectorBatchTest(parameterized.TestCase):
       differs |= not np.array_equal(a.observation, c.observation)
     self.assertTrue(differs)
 
+  def test_last_infos_are_ale_s_per_env(self):
+    environment = self._batch(functools.partial(atari.load, PONG), 2, 0)
+    environment.reset()
+    for _ in range(3):
+      environment.step(np.zeros(2, np.int64))
+    infos = batched.last_infos(environment)
+    self.assertLen(infos, 2)
+    # 3 agent steps of 4 frames since the reset.
+    self.assertEqual([int(i['episode_frame_number']) for i in infos], [12, 12])
+
   def test_rendering_or_life_loss_batches_stay_in_gymnasium(self):
     for kwargs in (dict(render_mode='rgb_array'),
                    dict(terminal_on_life_loss=True), dict(grayscale=False)):

@@ -38,7 +38,6 @@ import ale_py
 import gin
 import gymnasium as gym
 import numpy as np
-from tf_agents.environments import py_environment
 from tf_agents.trajectories import time_step as ts
 
 from tfa_explore.environments import batched
@@ -167,7 +166,7 @@ class AtariWrapper(suite_gymnasium.GymnasiumWrapper, batched.NativeBatching):
                             self.observation_spec(), self.action_spec())
 
 
-class AtariVectorBatch(py_environment.PyEnvironment):
+class AtariVectorBatch(batched.NativeBatch):
   """`len(seeds)` ALE envs stepped by `ale_py.AtariVectorEnv` in C++.
 
   The same observations, rewards, step types and discounts as a
@@ -209,6 +208,7 @@ class AtariVectorBatch(py_environment.PyEnvironment):
     # stack's size): the rest of the stack is ALE's black padding.
     self._frames = np.zeros(self._num_envs, np.int64)
     self._needs_reset = np.ones(self._num_envs, bool)
+    self._info = {}
 
   @property
   def batched(self) -> bool:
@@ -229,12 +229,19 @@ class AtariVectorBatch(py_environment.PyEnvironment):
     order = np.asarray(info['env_id'])
     if not np.array_equal(order, np.arange(self._num_envs)):
       stacks = stacks[np.argsort(order)]
+    self._info = {key: np.asarray(value)[np.argsort(order)]
+                  for key, value in info.items()}
     stacks = np.array(stacks)  # ALE's buffer is reused by its next step
     for i in np.flatnonzero(self._frames < self._stack):
       oldest = self._stack - self._frames[i]
       stacks[i, :oldest] = stacks[i, oldest]
     return np.ascontiguousarray(np.moveaxis(stacks, 1, -1)).reshape(
         (self._num_envs,) + tuple(self._observation_spec.shape))
+
+  def last_infos(self):
+    """ALE's info of each env's last step (lives, frame numbers), in order."""
+    return [{key: value[i] for key, value in self._info.items()}
+            for i in range(self._num_envs)]
 
   def _reset(self):
     seeds = self._seeds if self._first_reset else None

@@ -46,14 +46,21 @@ class NativeBatching(abc.ABC):
   """
 
   @abc.abstractmethod
-  def make_batch(self, seeds: Sequence[Optional[int]]
-                 ) -> py_environment.PyEnvironment:
-    """A batched PyEnvironment of `len(seeds)` envs like this one.
+  def make_batch(self, seeds: Sequence[Optional[int]]) -> 'NativeBatch':
+    """A `NativeBatch` of `len(seeds)` envs like this one.
 
     Env i is seeded with `seeds[i]` (None: random). The batch auto-resets
     as `GymnasiumBatch` does: the step after LAST is a FIRST, its action
     ignored.
     """
+
+
+class NativeBatch(py_environment.PyEnvironment, abc.ABC):
+  """A batched PyEnvironment made by a `NativeBatching` env."""
+
+  @abc.abstractmethod
+  def last_infos(self):
+    """The info dict of each env's last step, in batch order."""
 
 
 def enable_multiprocessing() -> None:
@@ -251,7 +258,8 @@ def current_time_step(environment: py_environment.PyEnvironment):
 def last_infos(batched_env: py_environment.PyEnvironment):
   """Gymnasium info dicts of the last step of each env in a batch.
 
-  Works for both batch kinds (a subprocess env answers through its pipe), so
+  Works for every batch kind (a subprocess env answers through its pipe;
+  a `NativeBatch` gives its own), so
   metrics such as MiniGrid's distinct `agent_pos` count can read them.
 
   Args:
@@ -261,4 +269,6 @@ def last_infos(batched_env: py_environment.PyEnvironment):
   Returns:
     A list of `num_envs` info dicts, in batch order.
   """
+  if isinstance(batched_env, NativeBatch):
+    return batched_env.last_infos()
   return [env.last_info for env in batched_env.envs]
