@@ -1,11 +1,12 @@
-"""Runs CleanRL's `ppo_atari.py` unchanged on gymnasium 1.x.
+"""Runs a CleanRL script (default `ppo_atari.py`) unchanged on gymnasium 1.x.
 
-Started by `benchmarks/throughput.py --measure=cleanrl` with the Python
-of a separate environment that has PyTorch (the pinned TF stack does not;
-docs/performance.md has the set-up):
+Started by `benchmarks/throughput.py --measure=cleanrl` and
+`benchmarks/atari_throughput.py` with the Python of a separate environment
+that has PyTorch (the pinned TF stack does not; docs/performance.md has
+the set-up):
 
     <cleanrl python> benchmarks/cleanrl_shim.py --cleanrl_dir=<checkout> \\
-        -- --env-id=MontezumaRevengeNoFrameskip-v4 --num-envs=8 ...
+        [--script=dqn_atari.py] -- --env-id=PongNoFrameskip-v4 ...
 
 CleanRL's script targets gymnasium 0.29. Its two wrapper names that
 gymnasium 1.0 renamed are aliased to their successors (the same
@@ -26,12 +27,14 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--cleanrl_dir', required=True,
                       help='A checkout of github.com/vwxyzjn/cleanrl.')
+  parser.add_argument('--script', default='ppo_atari.py',
+                      help="A script of the checkout's cleanrl/ folder.")
   args, script_args = parser.parse_known_args()
   if script_args[:1] == ['--']:
     script_args = script_args[1:]
-  script = os.path.join(args.cleanrl_dir, 'cleanrl', 'ppo_atari.py')
+  script = os.path.join(args.cleanrl_dir, 'cleanrl', args.script)
   if not os.path.isfile(script):
-    sys.exit(f'--cleanrl_dir={args.cleanrl_dir}: no cleanrl/ppo_atari.py '
+    sys.exit(f'--cleanrl_dir={args.cleanrl_dir}: no cleanrl/{args.script} '
              'there (a checkout of github.com/vwxyzjn/cleanrl is needed).')
 
   import ale_py  # pylint: disable=g-import-not-at-top

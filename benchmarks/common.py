@@ -133,6 +133,62 @@ def window(command, log_path, start, end, timeout, environment=None):
           1000 * own / steps, 1000 * children / steps)
 
 
+CLEANRL_SHIM = os.path.join(REPO_ROOT, 'benchmarks', 'cleanrl_shim.py')
+
+
+def cleanrl_window(python, cleanrl_dir, script, script_args, start_line,
+                   end_line, env_steps, timeout, one_thread=False):
+  """A CleanRL script in its own process, timed between two "SPS:" lines.
+
+  Runs `cleanrl/<script>` of the checkout `cleanrl_dir` through
+  `cleanrl_shim.py` with `python` (a PyTorch environment) and
+  `script_args`; the CPU seconds of its process tree and the wall time are
+  read when its `start_line`-th and `end_line`-th "SPS:" lines arrive,
+  which the caller knows to be `env_steps` env steps apart; then it is
+  stopped. `one_thread`: torch's pools at one thread (`OMP_NUM_THREADS=1`,
+  `MKL_NUM_THREADS=1`) instead of its default. Exits naming the command if
+  it prints too few lines within `timeout` seconds.
+  """
+  import tempfile  # pylint: disable=g-import-not-at-top
+  import psutil  # pylint: disable=g-import-not-at-top
+  command = [python, '-u', CLEANRL_SHIM, f'--cleanrl_dir={cleanrl_dir}',
+             f'--script={script}', '--'] + list(script_args)
+  start = time.monotonic()
+  with tempfile.TemporaryDirectory() as run_dir:  # its runs/ go here
+    environment = dict(os.environ)
+    if one_thread:
+      environment.update(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
+    process = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True,
+                               env=environment)
+    lines, marks, tail, first_line = 0, [], [], None
+    try:
+      for line in process.stdout:
+        tail = (tail + [line])[-40:]
+        if not line.startswith('SPS:'):
+          continue
+        lines += 1
+        if lines == 1:
+          first_line = time.monotonic() - start
+        if lines in (start_line, end_line):
+          marks.append((tree_cpu_seconds(process.pid), time.monotonic()))
+        if lines == end_line or time.monotonic() - start > timeout:
+          break
+    finally:
+      for child in psutil.Process(process.pid).children(recursive=True):
+        child.kill()
+      process.kill()
+      process.wait()
+  if len(marks) < 2:
+    sys.exit(f'{" ".join(command)} printed {lines} "SPS:" lines, '
+             f'{end_line} needed:\n{"".join(tail)}')
+  (cpu0, wall0), (cpu1, wall1) = marks
+  return dict(env_steps=env_steps, tree_cpu_seconds=cpu1 - cpu0,
+              wall_seconds=wall1 - wall0, first_line_seconds=first_line,
+              steps_per_tree_cpu_second=env_steps / (cpu1 - cpu0),
+              steps_per_second=env_steps / (wall1 - wall0))
+
+
 def reaches(value, target):
   """`value >= target` for a float32 summary.
 

@@ -142,56 +142,20 @@ def measure_cleanrl(python, cleanrl_dir, warmup, iterations, timeout,
                     one_thread=False):
   """CleanRL's ppo_atari.py in its own process; its updates timed.
 
-  The CPU seconds of its process tree and the wall time are read when its
-  `warmup`-th and its `warmup + iterations`-th "SPS:" line arrive (each is
-  printed after an update); then it is stopped. `one_thread`: torch's
-  thread pools at one thread (`OMP_NUM_THREADS=1`, `MKL_NUM_THREADS=1`)
-  instead of its default.
+  The window runs from its `warmup`-th to its `warmup + iterations`-th
+  "SPS:" line (each is printed after an update; `common.cleanrl_window`).
+  `one_thread`: torch's thread pools at one thread instead of its default.
   """
-  import psutil  # pylint: disable=g-import-not-at-top
   steps_per_update = CLEANRL_ENVS * CLEANRL_STEPS
-  command = [
-      python, '-u', os.path.join(REPO_ROOT, 'benchmarks', 'cleanrl_shim.py'),
-      f'--cleanrl_dir={cleanrl_dir}', '--',
-      f'--env-id={CLEANRL_ENV_ID}', f'--num-envs={CLEANRL_ENVS}',
-      f'--num-steps={CLEANRL_STEPS}', '--no-cuda',
-      f'--total-timesteps={(warmup + iterations + 1) * steps_per_update}']
-  start = time.monotonic()
-  with tempfile.TemporaryDirectory() as run_dir:  # its runs/ go here
-    environment = dict(os.environ)
-    if one_thread:
-      environment.update(OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
-    process = subprocess.Popen(command, cwd=run_dir, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True,
-                               env=environment)
-    updates, marks, tail = 0, [], []
-    try:
-      for line in process.stdout:
-        tail = (tail + [line])[-40:]
-        if not line.startswith('SPS:'):
-          continue
-        updates += 1
-        if updates == 1:
-          first_update = time.monotonic() - start
-        if updates in (warmup, warmup + iterations):
-          marks.append((common.tree_cpu_seconds(process.pid),
-                        time.monotonic()))
-        if updates == warmup + iterations or time.monotonic() - start > timeout:
-          break
-    finally:
-      for child in psutil.Process(process.pid).children(recursive=True):
-        child.kill()
-      process.kill()
-      process.wait()
-  if len(marks) < 2:
-    sys.exit(f'{" ".join(command)} printed {updates} "SPS:" lines, '
-             f'{warmup + iterations} needed:\n{"".join(tail)}')
-  (cpu0, wall0), (cpu1, wall1) = marks
-  steps = iterations * steps_per_update
-  return dict(env_steps=steps, tree_cpu_seconds=cpu1 - cpu0,
-              wall_seconds=wall1 - wall0, first_train_seconds=first_update,
-              steps_per_tree_cpu_second=steps / (cpu1 - cpu0),
-              steps_per_second=steps / (wall1 - wall0))
+  result = common.cleanrl_window(
+      python, cleanrl_dir, 'ppo_atari.py',
+      [f'--env-id={CLEANRL_ENV_ID}', f'--num-envs={CLEANRL_ENVS}',
+       f'--num-steps={CLEANRL_STEPS}', '--no-cuda',
+       f'--total-timesteps={(warmup + iterations + 1) * steps_per_update}'],
+      warmup, warmup + iterations, iterations * steps_per_update, timeout,
+      one_thread=one_thread)
+  result['first_train_seconds'] = result.pop('first_line_seconds')
+  return result
 
 
 CLEANRL_PEERS = ("CleanRL ppo_atari, torch's default threads",
