@@ -33,6 +33,12 @@ default threads and with one, `--no-cuda`, window between "SPS:" lines:
 
 Ratios: ours over the peer at its better thread setting, per CPU-s and
 per second.
+
+`envs` (not a default peer): 16 Pong envs of `atari.load` under random
+actions, stepped as `batched.GymnasiumBatch` (gymnasium's wrappers, one
+env after another) and as ALE's vector env (`atari.AtariVectorBatch`, as
+`make_batched_env` builds them), interleaved in this process, `--repeats`
+times: env steps per CPU-s of this process and per s.
 """
 
 import os
@@ -137,14 +143,43 @@ def _measure_cleanrl(name):
   return results
 
 
+def _measure_envs(steps=300, num_envs=16):
+  """Env steps per CPU-s and per s of both batch kinds of Pong envs."""
+  import functools  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from tfa_explore.environments import atari  # pylint: disable=g-import-not-at-top
+  from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
+  loader = functools.partial(atari.load, 'ALE/Pong-v5')
+  kinds = {
+      'gymnasium wrappers (GymnasiumBatch)': lambda: batched.GymnasiumBatch(
+          [loader(seed=i) for i in range(num_envs)]),
+      'ALE vector env (AtariVectorBatch)': lambda: batched.make_batched_env(
+          loader, num_envs, 0)}
+  results = {}
+  rng = np.random.default_rng(0)
+  for label, make in kinds.items():
+    environment = make()
+    environment.reset()
+    cpu, wall = time.process_time(), time.monotonic()
+    for _ in range(steps):
+      environment.step(rng.integers(6, size=num_envs))
+    cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    environment.close()
+    results[label] = dict(
+        steps_per_tree_cpu_second=steps * num_envs / cpu,
+        steps_per_second=steps * num_envs / wall)
+  return results
+
+
 def main(argv):
   del argv
   print(f'CPU: {common.cpu_description()}', flush=True)
   print(f'load average before: {os.getloadavg()}', flush=True)
-  unknown = set(_PEERS.value) - set(_OURS) - set(_CLEANRL)
+  unknown = set(_PEERS.value) - set(_OURS) - set(_CLEANRL) - {'envs'}
   if unknown:
     raise app.UsageError(f'--peers: unknown {sorted(unknown)}; known: '
-                         f'{sorted(_OURS) + sorted(_CLEANRL)}')
+                         f'{sorted(_OURS) + sorted(_CLEANRL) + ["envs"]}')
   if set(_PEERS.value) & set(_CLEANRL) and not (_CLEANRL_DIR.value and
                                                  _CLEANRL_PYTHON.value):
     raise app.UsageError('CleanRL peers need --cleanrl_dir and '
@@ -152,8 +187,12 @@ def main(argv):
   runs = {}
   for repeat in range(_REPEATS.value):
     for name in _PEERS.value:
-      results = (_measure_ours(name, repeat) if name in _OURS
-                 else _measure_cleanrl(name))
+      if name == 'envs':
+        results = _measure_envs()
+      elif name in _OURS:
+        results = _measure_ours(name, repeat)
+      else:
+        results = _measure_cleanrl(name)
       for label, result in results.items():
         runs.setdefault((name, label), []).append(result)
         print(f'  [{repeat + 1}/{_REPEATS.value}] {label}: '

@@ -64,7 +64,7 @@ seconds are printed too, with the load average before and after.
 Steady figures time `--iterations` collect + train iterations after
 `--warmup` iterations; evals and checkpoints are not in them.
 
-`--baseline_tree=DIR` (steady, rnd): each of our loops also runs from
+`--baseline_tree=DIR` (steady, rnd, torso): each of our loops also runs from
 another checkout of the repository, its own script and package (e.g.
 `git worktree add ../before <commit>`), interleaved in the same repeats,
 so a change is measured before and after in one run.
@@ -374,7 +374,7 @@ def main():
                       'ONEDNN_MAX_CPU_ISA=AVX2 runs oneDNN as on an '
                       'AVX2-only CPU); repeatable.')
   parser.add_argument('--baseline_tree',
-                      help='steady, rnd: also run our loops from this '
+                      help='steady, rnd, torso: also run our loops from this '
                       'checkout (e.g. `git worktree add ../before <commit>`), '
                       'interleaved, and print the ratios to it.')
   parser.add_argument('--tree', action='store_true', help=argparse.SUPPRESS)
@@ -451,7 +451,8 @@ def main():
                      ('shared torso', MONTEZUMA_GIN, 'ours', SHORT_WARM_UP),
                      ('two torsos', MONTEZUMA_GIN, 'ours',
                       SHORT_WARM_UP + TWO_TORSOS)],
-                 args.repeats, args.warmup, args.iterations)
+                 args.repeats, args.warmup, args.iterations,
+                 args.baseline_tree)
   if 'cleanrl' in measures:
     report_cleanrl(args)
   if 'window' in measures:

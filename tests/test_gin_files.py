@@ -42,12 +42,10 @@ BONUS_FILES = sorted(
     if os.path.relpath(path, REPO_ROOT) not in BONUS_VARIANTS)
 # R2D3 file -> its R2D2 twin (same agent and settings, no demonstrations).
 R2D3_TWINS = {'gin/r2d3/minigrid_doorkey8x8.gin':
-                  'gin/r2d2/minigrid_doorkey8x8.gin'}
+                  'gin/r2d2/minigrid_doorkey8x8.gin',
+              'gin/r2d3/atari_pong.gin': 'gin/r2d2/atari_pong.gin'}
 # R2D3 files without a twin, and why.
-R2D3_WITHOUT_TWIN = {
-    'gin/r2d3/atari_pong.gin': 'scaled to 2 cores; gin/r2d2/atari_pong.gin '
-                               'is scaled to 8 actor processes',
-}
+R2D3_WITHOUT_TWIN = {}
 
 # What an RND-PPO file may bind after including its PPO twin: the intrinsic
 # reward (the agent's switch, its factory, the RND networks) and the warm-up
