@@ -17,6 +17,7 @@ import dataclasses
 import datetime
 import glob
 import importlib
+import inspect
 import io
 import json
 import os
@@ -226,12 +227,19 @@ def solved_episode(job: Job, num_episodes: Optional[int]) -> Optional[int]:
     return None
   for key, value in sweep.SETTINGS[job.bsuite_id].items():
     df[key] = value
-  experiment = job.bsuite_id.partition('/')[0]
+  find_solution = solution_finder(job.bsuite_id.partition('/')[0])
+  # The experiments' finders differ in what they take: deep_sea's merges
+  # the logged rows back unless told not to, deep_sea_stochastic's has no
+  # `merge` (its answer has the same `solved` and `episode` columns).
+  parameters = inspect.signature(find_solution).parameters
+  options = {}
+  if 'merge' in parameters:
+    options['merge'] = False
+  if num_episodes and 'num_episodes' in parameters:
+    options['num_episodes'] = num_episodes
   with warnings.catch_warnings():
     warnings.simplefilter('ignore', FutureWarning)  # as in bsuite_scores.score
-    solution = solution_finder(experiment)(
-        df, merge=False, **({'num_episodes': num_episodes}
-                            if num_episodes else {}))
+    solution = find_solution(df, **options)
   solved = solution[solution.solved.astype(bool)]
   return int(solved.episode.iloc[0]) if len(solved) else None
 
@@ -309,6 +317,8 @@ class _Running:
   monotonic: float
   log: Any
   solved_at: Optional[int] = None  # --stop_when_solved: stopped there
+  # --stop_when_solved whose criterion could not be read: runs to its budget.
+  criterion_failed: bool = False
   next_progress: float = 0.0  # time.monotonic() of its next progress line
 
 
@@ -379,9 +389,19 @@ class Runner:
       return
     self._next_solved_check = time.monotonic() + SOLVED_POLL_SECONDS
     for pid, running in self._running.items():
-      if not running.job.stop_when_solved or running.solved_at is not None:
+      if (not running.job.stop_when_solved or running.solved_at is not None
+          or running.criterion_failed):
         continue
-      episode = solved_episode(running.job, self._num_episodes)
+      try:
+        episode = solved_episode(running.job, self._num_episodes)
+      except Exception as e:  # pylint: disable=broad-except
+        # A criterion that cannot be read must not end the sweep (and so
+        # its runs): the run goes on to its budget.
+        running.criterion_failed = True
+        print(f'could not read bsuite\'s solved criterion for '
+              f'{running.job.label}, so it runs to its budget: '
+              f'{type(e).__name__}: {e}', flush=True)
+        continue
       if episode is None:
         continue
       running.solved_at = episode

@@ -205,9 +205,9 @@ sys.exit(1)  # never stopped
 
 class StopWhenSolvedTest(TestCase):
 
-  def job(self, run_dir, command=()):
+  def job(self, run_dir, command=(), bsuite_id='deep_sea/0'):
     ours, = sweep.parse_agents(['ours=x.gin'], [], check_files=False)
-    job = bsuite_runs.make_job(ours, 'deep_sea/0', '/w', None, [],
+    job = bsuite_runs.make_job(ours, bsuite_id, '/w', None, [],
                                stop_when_solved=True)
     job.run_dir = run_dir
     job.command = list(command)
@@ -228,6 +228,20 @@ class StopWhenSolvedTest(TestCase):
     self.assertIsNone(bsuite_runs.solved_episode(job, None))
     self.assertIsNone(
         bsuite_runs.solved_episode(self.job(self.make_dir()), None))
+
+  def test_deep_sea_stochastic_by_its_own_criterion(self):
+    # bsuite's deep_sea_stochastic finder takes no `merge`, skips episodes
+    # before 100 and needs a bad share below 0.8: 200 bad episodes then
+    # good ones reach 0.8 at episode 250 (not below), 0.67 at 300.
+    run_dir = self.make_dir()
+    job = self.job(run_dir, bsuite_id='deep_sea_stochastic/0')
+    write_journal(run_dir, [False] * 200 + [True] * 60,
+                  bsuite_id='deep_sea_stochastic-0')
+    self.assertIsNone(bsuite_runs.solved_episode(job, None))
+    write_journal(run_dir, [False] * 200 + [True] * 110,
+                  bsuite_id='deep_sea_stochastic-0')
+    self.assertEqual(bsuite_runs.solved_episode(job, None), 300)
+    self.assertIsNone(bsuite_runs.solved_episode(job, 280))
 
   def test_only_for_experiments_with_a_solved_criterion(self):
     sweep.check_stop_when_solved(['deep_sea/0', 'deep_sea_stochastic/3'])

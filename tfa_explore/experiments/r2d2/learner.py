@@ -413,7 +413,11 @@ class Learner:
 
   def _train_next(self, iterator):
     experience, sample_info = next(iterator)
-    loss_info = self.agent.train(experience)
+    # Nothing of the step may run unless its batch arrived: the train step
+    # counter's increment has no data dependency on the batch, and without
+    # this it ran in calls that a sample timeout then ended.
+    with tf.control_dependencies(tf.nest.flatten(sample_info)):
+      loss_info = self.agent.train(experience)
     self._updater((experience, sample_info), loss_info)
     return loss_info
 
