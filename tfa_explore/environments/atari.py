@@ -224,14 +224,16 @@ class AtariVectorBatch(batched.NativeBatch):
   def action_spec(self):
     return self._action_spec
 
-  def _observations(self, stacks, info):
-    """ALE's (N, S, H, W) stacks in env order, padded with first frames."""
-    order = np.asarray(info['env_id'])
-    if not np.array_equal(order, np.arange(self._num_envs)):
-      stacks = stacks[np.argsort(order)]
-    self._info = {key: np.asarray(value)[np.argsort(order)]
-                  for key, value in info.items()}
-    stacks = np.array(stacks)  # ALE's buffer is reused by its next step
+  def _in_env_order(self, info, *arrays):
+    """`arrays` with their rows in env order, as copies (ALE may answer in
+    its threads' order, and reuses its buffers); keeps its info, ordered."""
+    index = np.argsort(np.asarray(info['env_id']))
+    self._info = {key: np.asarray(value)[index] for key, value in info.items()}
+    return [np.asarray(array)[index] for array in arrays]
+
+  def _observations(self, stacks):
+    """(N, S, H, W) stacks as (N, H, W, S), a new episode's black padding
+    replaced by its first frame."""
     for i in np.flatnonzero(self._frames < self._stack):
       oldest = self._stack - self._frames[i]
       stacks[i, :oldest] = stacks[i, oldest]
@@ -247,6 +249,7 @@ class AtariVectorBatch(batched.NativeBatch):
     seeds = self._seeds if self._first_reset else None
     self._first_reset = False
     stacks, info = self._env.reset(seed=seeds)
+    stacks, = self._in_env_order(info, stacks)
     self._frames[:] = 1
     self._needs_reset[:] = False
     size = self._num_envs
@@ -254,31 +257,27 @@ class AtariVectorBatch(batched.NativeBatch):
         step_type=np.full(size, ts.StepType.FIRST, np.int32),
         reward=np.zeros(size, np.float32),
         discount=np.ones(size, np.float32),
-        observation=self._observations(stacks, info))
+        observation=self._observations(stacks))
 
   def _step(self, action):
     action = np.asarray(action, np.int64).reshape(self._num_envs)
     stacks, rewards, terminated, truncated, info = self._env.step(action)
-    order = np.asarray(info['env_id'])
-    if not np.array_equal(order, np.arange(self._num_envs)):
-      index = np.argsort(order)
-      rewards, terminated, truncated = (rewards[index], terminated[index],
-                                        truncated[index])
+    stacks, rewards, terminated, truncated = self._in_env_order(
+        info, stacks, rewards, terminated, truncated)
     resets = self._needs_reset
     self._frames = np.where(resets, 1, self._frames + 1)
-    ended = (np.asarray(terminated) | np.asarray(truncated)) & ~resets
+    ended = (terminated | truncated) & ~resets
     step_types = np.where(
         resets, ts.StepType.FIRST,
         np.where(ended, ts.StepType.LAST, ts.StepType.MID)).astype(np.int32)
     discounts = np.where(
-        resets, 1.0,
-        np.where(np.asarray(terminated) & ~resets, 0.0, self._discount)
+        resets, 1.0, np.where(terminated & ~resets, 0.0, self._discount)
     ).astype(np.float32)
     rewards = np.where(resets, 0.0, rewards).astype(np.float32)
     self._needs_reset = ended
     return ts.TimeStep(step_type=step_types, reward=rewards,
                        discount=discounts,
-                       observation=self._observations(stacks, info))
+                       observation=self._observations(stacks))
 
   def close(self):
     self._env.close()
