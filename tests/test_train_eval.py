@@ -326,7 +326,7 @@ class StopSignalTest(TestCase, parameterized.TestCase):
                                   ('sigint', signal.SIGINT))
   def test_r2d2_learner_waiting_on_an_empty_table_stops(self, signum):
     # The agent table never holds enough to sample from: the learner only
-    # waits, in sample calls that end every second.
+    # waits, in sample calls that end every sample_timeout_seconds (2 s).
     bindings = ('NUM_ENV_STEPS = 1000000',
                 'r2d2.Settings.replay_capacity = 1000000',
                 'r2d2.Settings.min_size_to_sample = 1000000',

@@ -413,9 +413,9 @@ class Learner:
 
   def _train_next(self, iterator):
     experience, sample_info = next(iterator)
-    # Nothing of the step may run unless its batch arrived: the train step
-    # counter's increment has no data dependency on the batch, and without
-    # this it ran in calls that a sample timeout then ended.
+    # Nothing of the step may run before its batch arrives: the train step
+    # counter's increment has no data dependency on the batch, so it would
+    # run in a call that a sample timeout ends.
     with tf.control_dependencies(tf.nest.flatten(sample_info)):
       loss_info = self.agent.train(experience)
     self._updater((experience, sample_info), loss_info)
