@@ -252,12 +252,7 @@ class AtariVectorBatch(batched.NativeBatch):
     stacks, = self._in_env_order(info, stacks)
     self._frames[:] = 1
     self._needs_reset[:] = False
-    size = self._num_envs
-    return ts.TimeStep(
-        step_type=np.full(size, ts.StepType.FIRST, np.int32),
-        reward=np.zeros(size, np.float32),
-        discount=np.ones(size, np.float32),
-        observation=self._observations(stacks))
+    return batched.restart_batch(self._num_envs, self._observations(stacks))
 
   def _step(self, action):
     action = np.asarray(action, np.int64).reshape(self._num_envs)

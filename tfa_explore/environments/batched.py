@@ -197,12 +197,7 @@ class GymnasiumBatch(py_environment.PyEnvironment):
   def _reset(self):
     observations = [env.reset_observation() for env in self._envs]
     self._needs_reset[:] = False
-    size = len(self._envs)
-    return ts.TimeStep(
-        step_type=np.full(size, ts.StepType.FIRST, np.int32),
-        reward=np.zeros(size, np.float32),
-        discount=np.ones(size, np.float32),
-        observation=self._stack(observations))
+    return restart_batch(len(self._envs), self._stack(observations))
 
   def _step(self, action):
     size = len(self._envs)
@@ -240,6 +235,18 @@ class GymnasiumBatch(py_environment.PyEnvironment):
   def close(self):
     for env in self._envs:
       env.close()
+
+
+def restart_batch(size: int, observation) -> ts.TimeStep:
+  """The time steps of `size` envs just reset: FIRST, reward 0, discount 1.
+
+  `observation`: the batch's observations (a nest), leading dim `size`.
+  """
+  return ts.TimeStep(
+      step_type=np.full(size, ts.StepType.FIRST, np.int32),
+      reward=np.zeros(size, np.float32),
+      discount=np.ones(size, np.float32),
+      observation=observation)
 
 
 def current_time_step(environment: py_environment.PyEnvironment):
