@@ -5,7 +5,7 @@ The gin file chooses the experiment by binding
 Every experiment function takes `root_dir`; its settings (`env_loader`,
 `agent_fn`, `num_env_steps`, `seed`, ...) are the fields of its family's
 settings dataclass (`on_policy.Settings.*`, `r2d2.Settings.*`, both
-`settings.RunSettings`). Tools (record_video, the gin-file tests) read
+`settings.RunSettings`). Tools (play_policy, the gin-file tests) read
 them with `experiment_setting`.
 """
 

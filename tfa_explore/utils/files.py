@@ -1,7 +1,7 @@
 """Atomic file and directory writes.
 
 A run can be killed at any moment (preemption, Ctrl-C, OOM). Readers of the
-run directory (resume, record_video, TensorBoard) must then see either the
+run directory (resume, play_policy, TensorBoard) must then see either the
 previous complete file or the new complete one, never a half-written one.
 Both helpers write next to the destination (same filesystem, so `os.replace`
 is an atomic rename) and only then move the result into place.

@@ -223,15 +223,17 @@ def _batched_tensors(time_step):
 
 
 def play_episode(policy, env: py_environment.PyEnvironment,
-                 write_frame: Callable[[np.ndarray], None],
+                 write_frame: Optional[Callable[[np.ndarray], None]],
                  max_steps: int = 100_000) -> Episode:
   """Plays one episode of `policy`, handing each rendered frame on.
 
   Args:
     policy: A loaded PolicySaver SavedModel (or any TF-Agents policy) with
       `action(time_step, policy_state)` and `get_initial_state(batch_size)`.
-    env: An unbatched env made with render_mode='rgb_array'.
-    write_frame: Called with each HxWx3 frame, the reset frame first.
+    env: An unbatched env; made with render_mode='rgb_array' unless
+      `write_frame` is None.
+    write_frame: Called with each HxWx3 frame, the reset frame first; None
+      plays without rendering.
     max_steps: Safety stop for envs without a time limit.
 
   Returns:
@@ -239,7 +241,8 @@ def play_episode(policy, env: py_environment.PyEnvironment,
   """
   time_step = env.reset()
   policy_state = policy.get_initial_state(1)
-  write_frame(env.render())
+  if write_frame:
+    write_frame(env.render())
   num_frames, episode_return = 1, 0.0
   for _ in range(max_steps):
     action_step = policy.action(_batched_tensors(time_step), policy_state)
@@ -247,7 +250,8 @@ def play_episode(policy, env: py_environment.PyEnvironment,
     action = tf.nest.map_structure(lambda a: a.numpy()[0], action_step.action)
     time_step = env.step(action)
     episode_return += float(np.sum(time_step.reward))
-    write_frame(env.render())
+    if write_frame:
+      write_frame(env.render())
     num_frames += 1
     if time_step.is_last():
       break
@@ -256,13 +260,15 @@ def play_episode(policy, env: py_environment.PyEnvironment,
 
 def record_episode(policy,
                    env_loader: Callable[..., py_environment.PyEnvironment],
-                   seed: int, write_frame: Callable[[np.ndarray], None],
+                   seed: int,
+                   write_frame: Optional[Callable[[np.ndarray], None]],
                    max_steps: int = 100_000) -> Episode:
   """`play_episode` in a fresh env from `env_loader`, closed afterwards.
 
   Args:
     policy: As for `play_episode`.
-    env_loader: Called as `env_loader(seed=seed, render_mode='rgb_array')`.
+    env_loader: Called as `env_loader(seed=seed, render_mode='rgb_array')`,
+      or `env_loader(seed=seed)` when `write_frame` is None.
     seed: The env's seed.
     write_frame: As for `play_episode`.
     max_steps: As for `play_episode`.
@@ -270,7 +276,10 @@ def record_episode(policy,
   Returns:
     The episode's frame count and return.
   """
-  env = env_loader(seed=seed, render_mode='rgb_array')
+  if write_frame:
+    env = env_loader(seed=seed, render_mode='rgb_array')
+  else:
+    env = env_loader(seed=seed)
   try:
     return play_episode(policy, env, write_frame, max_steps)
   finally:

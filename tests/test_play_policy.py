@@ -1,4 +1,4 @@
-"""train/record_video.py turns a run's saved policy into GIF / MP4."""
+"""train/play_policy.py plays an exported policy: returns, GIF / MP4."""
 
 import os
 import shutil
@@ -18,12 +18,12 @@ from tfa_explore.utils import video
 import test_console  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(REPO_ROOT, 'train', 'record_video.py')
+BINARY = os.path.join(REPO_ROOT, 'train', 'play_policy.py')
 CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
 
 
 @pytest.mark.integration
-class RecordVideoTest(absltest.TestCase):
+class PlayPolicyTest(absltest.TestCase):
 
   @classmethod
   def setUpClass(cls):
@@ -45,30 +45,84 @@ class RecordVideoTest(absltest.TestCase):
     shutil.rmtree(cls.root_dir, ignore_errors=True)
     super().tearDownClass()
 
-  def record(self, *args):
+  def play(self, *args, root_dir=True):
+    flags = [f'--root_dir={self.root_dir}'] if root_dir else []
     return subprocess.run(
-        [sys.executable, BINARY, f'--root_dir={self.root_dir}', *args],
+        [sys.executable, BINARY, *flags, *args],
         capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
         check=False)
 
+  def episode_lines(self, stdout):
+    return [line for line in stdout.splitlines()
+            if line.startswith('episode ')]
+
+  def run_files(self):
+    return {os.path.join(d, f) for d, _, names in os.walk(self.root_dir)
+            for f in names}
+
+  def test_returns_without_video(self):
+    before = self.run_files()
+    result = self.play('--num_episodes=2', '--seed=5')
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    episodes = self.episode_lines(result.stdout)
+    self.assertLen(episodes, 2)
+    self.assertTrue(episodes[0].startswith('episode 1/2 (seed 5): return '))
+    self.assertTrue(episodes[1].startswith('episode 2/2 (seed 6): return '))
+    returns = [float(line.split('return ')[1].split(',')[0])
+               for line in episodes]
+    # CartPole pays 1 per step: each return is its episode's step count.
+    steps = [int(line.split(', ')[1].split(' steps')[0]) for line in episodes]
+    self.assertEqual(returns, [float(s) for s in steps])
+    self.assertIn(f'mean return {sum(returns) / 2:g} over 2 episode(s)',
+                  result.stdout)
+    self.assertNotIn('video:', result.stdout)
+    self.assertEqual(self.run_files(), before)  # no video, nothing written
+
+  def test_same_seed_same_returns(self):
+    first = self.play('--num_episodes=1', '--seed=3')
+    second = self.play('--num_episodes=1', '--seed=3')
+    self.assertEqual(first.returncode, 0, first.stderr[-3000:])
+    self.assertEqual(self.episode_lines(first.stdout),
+                     self.episode_lines(second.stdout))
+
+  def test_copied_export(self):
+    # What benchmarks/results/policies/<agent>_<game>/ holds: the export
+    # and the run's operative config beside it, no run directory.
+    copy = tempfile.mkdtemp(prefix='tfa_explore_export_')
+    self.addCleanup(shutil.rmtree, copy, ignore_errors=True)
+    shutil.copytree(os.path.join(self.root_dir, 'policies', 'greedy_policy'),
+                    os.path.join(copy, 'greedy_policy'))
+    shutil.copy(os.path.join(self.root_dir, 'operative_config.gin'), copy)
+    result = self.play(f'--policy_dir={copy}/greedy_policy',
+                       '--num_episodes=1', '--seed=3', root_dir=False)
+    self.assertEqual(result.returncode, 0, result.stderr[-3000:])
+    from_run = self.play('--num_episodes=1', '--seed=3')
+    self.assertEqual(self.episode_lines(result.stdout),
+                     self.episode_lines(from_run.stdout))
+    os.remove(os.path.join(copy, 'operative_config.gin'))
+    result = self.play(f'--policy_dir={copy}/greedy_policy', root_dir=False)
+    self.assertEqual(result.returncode, 2)
+    self.assertIn('No operative_config.gin beside', result.stderr)
+    self.assertEqual(len(result.stderr.strip().splitlines()), 1,
+                     result.stderr)
+
   def test_gif(self):
     output = os.path.join(self.root_dir, 'videos', 'two.gif')
-    result = self.record(f'--output={output}', '--num_episodes=2', '--fps=50')
+    result = self.play(f'--output={output}', '--num_episodes=2', '--fps=50')
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-    self.assertEqual(result.stdout.strip(), output)
+    self.assertIn(f'video: {output}', result.stdout)
     lines = result.stderr.splitlines()
-    # Our lines only: the first one early, one per episode as it is
-    # written; no ALSA lines from pygame's audio start (SDL_AUDIODRIVER).
+    # Our lines only, the first one early; no ALSA lines from pygame's
+    # audio start (SDL_AUDIODRIVER).
     self.assertIn(' Starting: 2 episode(s) of ', lines[0])
     self.assertNotIn('ALSA', result.stderr)
     self.assertEqual([line for line in lines if line.strip() and
                       not test_console.OUR_LINE.match(line)], [])
-    episodes = [line for line in lines if ' Episode ' in line]
+    episodes = self.episode_lines(result.stdout)
     self.assertLen(episodes, 2)
-    self.assertIn(' Episode 1/2: ', episodes[0])
-    self.assertIn(' Episode 2/2: ', episodes[1])
-    self.assertIn('(seed 1).', episodes[1])
-    frames = [int(line.split(': ')[1].split(' frames')[0])
+    self.assertIn('(seed 1)', episodes[1])
+    # The reset frame and one per step.
+    frames = [int(line.split(', ')[1].split(' steps')[0]) + 1
               for line in episodes]
     self.assertFalse(os.path.exists(
         os.path.join(self.root_dir, 'videos', 'two.partial.gif')))
@@ -88,7 +142,7 @@ class RecordVideoTest(absltest.TestCase):
 
   def test_mp4(self):
     output = os.path.join(self.root_dir, 'videos', 'one.mp4')
-    result = self.record(f'--output={output}', '--num_episodes=1')
+    result = self.play(f'--output={output}', '--num_episodes=1')
     self.assertEqual(result.returncode, 0, result.stderr[-3000:])
     capture = cv2.VideoCapture(output)
     try:
@@ -108,6 +162,11 @@ class RecordVideoTest(absltest.TestCase):
         text=True, timeout=300, cwd=REPO_ROOT, check=False)
     self.assertEqual(result.returncode, 2)
     self.assertIn('operative_config.gin not found', result.stderr)
+
+  def test_policy_or_run_required(self):
+    result = self.play(root_dir=False)
+    self.assertEqual(result.returncode, 2)
+    self.assertIn('policy_dir', result.stderr)
 
 
 class WriterTest(absltest.TestCase):

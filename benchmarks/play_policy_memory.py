@@ -1,7 +1,7 @@
-r"""Peak memory and time of train/record_video.py, GIF and MP4.
+r"""Peak memory and time of train/play_policy.py, GIF and MP4.
 
-  .venv/bin/python benchmarks/record_video_memory.py [--root_dir=RUN]
-      [--num_episodes=2] [--formats=gif,mp4] [--binary=train/record_video.py]
+  .venv/bin/python benchmarks/play_policy_memory.py [--root_dir=RUN]
+      [--num_episodes=2] [--formats=gif,mp4] [--binary=train/play_policy.py]
 
 Runs the binary once per format on a trained run (default: a tiny one,
 `train/train_eval.py --gin_file=gin/ppo/cartpole.gin
@@ -12,7 +12,7 @@ the output's size, and the 1-minute load average before and after. Peak
 RSS is the binary's own (and its descendants') maximum resident set, from
 `os.wait4` (per child: `getrusage(RUSAGE_CHILDREN)` is the maximum over
 every child waited for so far, the training run included). --binary
-measures another version, e.g. a copy of an older record_video.py.
+measures another version, e.g. a copy of an older play_policy.py.
 """
 
 import os
@@ -33,8 +33,8 @@ _ROOT_DIR = flags.DEFINE_string(
 _NUM_EPISODES = flags.DEFINE_integer('num_episodes', 2, 'Episodes recorded.')
 _FORMATS = flags.DEFINE_list('formats', ['gif', 'mp4'], 'Output formats.')
 _BINARY = flags.DEFINE_string(
-    'binary', os.path.join(common.REPO_ROOT, 'train', 'record_video.py'),
-    'The record_video.py to measure.')
+    'binary', os.path.join(common.REPO_ROOT, 'train', 'play_policy.py'),
+    'The play_policy.py to measure.')
 
 CARTPOLE_GIN = os.path.join(common.REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
 
@@ -90,7 +90,7 @@ def report(fmt, lines, first_line, seconds, code, peak_rss, output, loads):
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  workdir = tempfile.mkdtemp(prefix='record_video_memory_')
+  workdir = tempfile.mkdtemp(prefix='play_policy_memory_')
   try:
     root_dir = _ROOT_DIR.value
     if root_dir is None:
