@@ -16,6 +16,13 @@ markdown row per (agent, id), the id's setting from bsuite's sweep.
   the first and last summaries: whether the replayed batches still hold
   anything novel.
 
+`--experiment=deep_sea_stochastic`, per size N: episodes run, good
+episodes (the treasure's denoised reward), the share of bad episodes
+(bsuite's: a "left" while on the diagonal; a slip off it is not bad) over
+the run, its first and last 200, the good share of the last 200, and the
+first episode from 100 on where the running bad share is below bsuite's
+0.8 bar (its analysis reads that only at its logarithmic rows).
+
 `--experiment=memory_len`, per memory length: episodes run and the share
 answered wrong (return -1) over the run, its first 200 and its last 200
 episodes: whether the agent came to remember the context, and when.
@@ -44,7 +51,8 @@ _WORK_DIR = flags.DEFINE_string('work_dir', None, 'The sweep\'s work dir.',
                                 required=True)
 _AGENTS = flags.DEFINE_multi_string('agent', [], 'Agent names (dirs).')
 _EXPERIMENT = flags.DEFINE_enum('experiment', 'deep_sea',
-                                ['deep_sea', 'memory_len'],
+                                ['deep_sea', 'deep_sea_stochastic',
+                                 'memory_len'],
                                 'The sweep\'s bsuite experiment.')
 
 MOVE_COST = 0.01  # bsuite deep_sea's unscaled cost of a "right" move
@@ -109,6 +117,35 @@ def deep_sea_row(agent, bsuite_id, played, run_dir):
   return '| ' + ' | '.join(cells) + ' |'
 
 
+def is_bad(episode):
+  """bsuite's 'bad' episode: a "left" while on the diagonal."""
+  return episode['info'].get('total_bad_episodes', 0.0) > 0.5
+
+
+def deep_sea_stochastic_row(agent, bsuite_id, played, run_dir):
+  """Good and bad episodes in windows, and where bsuite's bar is crossed."""
+  del run_dir
+  size = sweep.SETTINGS[bsuite_id]['size']
+  bad = [is_bad(episode) for episode in played]
+  good = [reached_treasure(episode) for episode in played]
+  solved, total = '-', 0
+  for index, flag in enumerate(bad):
+    total += flag
+    # deep_sea_stochastic's analysis: from episode 100 on, bad share < 0.8
+    # (on bsuite's logarithmic rows; every episode here).
+    if index + 1 >= 100 and total / (index + 1) < 0.8:
+      solved = f'{index + 1:,}'
+      break
+
+  def share(values):
+    return f'{sum(values) / len(values):.2f}' if values else '-'
+
+  cells = [agent, str(size), f'{len(played):,}', str(sum(good)),
+           share(bad), share(bad[:WINDOW]), share(bad[-WINDOW:]),
+           share(good[-WINDOW:]), solved]
+  return '| ' + ' | '.join(cells) + ' |'
+
+
 def main(argv):
   del argv
   logging.set_verbosity(logging.ERROR)  # TensorFlow's summary reader
@@ -118,6 +155,11 @@ def main(argv):
           '| mean right, last 100 | r_i batch mean | r_i batch max |')
     print('|---|---|---|---|---|---|---|---|---|')
     row = deep_sea_row
+  elif experiment == 'deep_sea_stochastic':
+    print(f'| agent | size | episodes | good | bad | bad, first {WINDOW} | '
+          f'bad, last {WINDOW} | good, last {WINDOW} | bad share < 0.8 at |')
+    print('|---|---|---|---|---|---|---|---|---|')
+    row = deep_sea_stochastic_row
   else:
     print(f'| agent | memory length | episodes | wrong | wrong, first '
           f'{WINDOW} | wrong, last {WINDOW} |')
