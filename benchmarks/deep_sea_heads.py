@@ -55,60 +55,54 @@ def _deep_sea(env):
   return env.gym.bsuite_env
 
 
-def along(agent, env, head, go_right):
-  """Per cell of a walk that always moves right (the diagonal) or always
-  left (column 0), deterministic env: (Q(right) - Q(left), max Q) of
-  `head` (None: Q_E)."""
+def _cells(agent, env, head, choose):
+  """Walks one episode of the deterministic env with `choose(q_values,
+  right)` picking each action; yields (row, column, right, q_values) of
+  `head` (None: Q_E) at every cell before the step."""
   network = agent.q_network
   sea = _deep_sea(env)
   time_step = env.reset()
   state = network.get_initial_state(1)
-  prev_action, cells = 0, []
+  prev_action = 0
   while not time_step.is_last():
-    heads, state = network_step(network, time_step, prev_action, state)
-    if head is None:
-      q_values = heads[rdqn.EXTRINSIC].numpy()[0, 0]
-    else:
-      q_values = heads[ensemble_q_network.ENSEMBLE].numpy()[0, 0, head]
-    right = int(sea._action_mapping[sea._row, sea._column])  # pylint: disable=protected-access
-    cells.append((float(q_values[right] - q_values[1 - right]),
-                  float(np.max(q_values))))
-    action = right if go_right else 1 - right
-    time_step = env.step(np.asarray(action, np.int64))
-    prev_action = action
-  return cells
-
-
-def walk(agent, env, head):
-  """(depth, gap at the start) of greedy `head` (None: Q_E) on env."""
-  network = agent.q_network
-  sea = _deep_sea(env)
-  size = sea._size  # pylint: disable=protected-access
-  time_step = env.reset()
-  state = network.get_initial_state(1)
-  prev_action, depth, gap, on_path = 0, 0, None, True
-  while not time_step.is_last():
-    heads, state = network_step(network, time_step, prev_action, state)
+    heads, state = r2d2_rollouts.network_step(network, time_step,
+                                              prev_action, state)
     if head is None:
       q_values = heads[rdqn.EXTRINSIC].numpy()[0, 0]
     else:
       q_values = heads[ensemble_q_network.ENSEMBLE].numpy()[0, 0, head]
     row, column = sea._row, sea._column  # pylint: disable=protected-access
     right = int(sea._action_mapping[row, column])  # pylint: disable=protected-access
+    yield row, column, right, q_values
+    prev_action = choose(q_values, right)
+    time_step = env.step(np.asarray(prev_action, np.int64))
+
+
+def along(agent, env, head, go_right):
+  """Per cell of a walk that always moves right (the diagonal) or always
+  left (column 0): (Q(right) - Q(left), max Q) of `head` (None: Q_E)."""
+  choose = (lambda q, right: right) if go_right else (
+      lambda q, right: 1 - right)
+  return [(float(q[right] - q[1 - right]), float(np.max(q)))
+          for _, _, right, q in _cells(agent, env, head, choose)]
+
+
+def walk(agent, env, head):
+  """(depth, gap at the start) of greedy `head` (None: Q_E) on env."""
+  size = _deep_sea(env)._size  # pylint: disable=protected-access
+  depth, gap, on_path = 0, None, True
+  for row, column, right, q_values in _cells(
+      agent, env, head, lambda q, right: int(np.argmax(q))):
     if gap is None:
       gap = float(q_values[right] - q_values[1 - right])
-    action = int(np.argmax(q_values))
     if on_path and row == column:
-      if action == right:
+      if int(np.argmax(q_values)) == right:
         depth += 1
       else:
         on_path = False
-    time_step = env.step(np.asarray(action, np.int64))
-    prev_action = action
   return min(depth, size), gap
 
 
-network_step = r2d2_rollouts.network_step
 
 
 def main(argv):
