@@ -31,9 +31,11 @@ episodes: whether the agent came to remember the context, and when.
         --agent=r2d2_rnd --agent=r2d2
 """
 
+import functools
 import glob
 import os
 import sys
+import types
 
 # Before TensorFlow is imported (by the package, and the summary reader).
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')
@@ -46,14 +48,6 @@ from bsuite import sweep
 
 from tfa_explore.environments import bsuite_journal
 # pylint: enable=g-import-not-at-top
-
-_WORK_DIR = flags.DEFINE_string('work_dir', None, 'The sweep\'s work dir.',
-                                required=True)
-_AGENTS = flags.DEFINE_multi_string('agent', [], 'Agent names (dirs).')
-_EXPERIMENT = flags.DEFINE_enum('experiment', 'deep_sea',
-                                ['deep_sea', 'deep_sea_stochastic',
-                                 'memory_len'],
-                                'The sweep\'s bsuite experiment.')
 
 MOVE_COST = 0.01  # bsuite deep_sea's unscaled cost of a "right" move
 WINDOW = 200  # memory_len: episodes at the start and at the end
@@ -146,10 +140,23 @@ def deep_sea_stochastic_row(agent, bsuite_id, played, run_dir):
   return '| ' + ' | '.join(cells) + ' |'
 
 
-def main(argv):
+def define_flags():
+  """The script's flags, defined only when it runs: tests import this
+  module beside bsuite_sweep.py, whose flags share names with these."""
+  return types.SimpleNamespace(
+      work_dir=flags.DEFINE_string('work_dir', None, 'The sweep\'s work dir.',
+                                   required=True),
+      agents=flags.DEFINE_multi_string('agent', [], 'Agent names (dirs).'),
+      experiment=flags.DEFINE_enum(
+          'experiment', 'deep_sea',
+          ['deep_sea', 'deep_sea_stochastic', 'memory_len'],
+          'The sweep\'s bsuite experiment.'))
+
+
+def main(flag, argv):
   del argv
   logging.set_verbosity(logging.ERROR)  # TensorFlow's summary reader
-  experiment = _EXPERIMENT.value
+  experiment = flag.experiment.value
   if experiment == 'deep_sea':
     print('| agent | size | episodes | good | first good | most right '
           '| mean right, last 100 | r_i batch mean | r_i batch max |')
@@ -165,9 +172,9 @@ def main(argv):
           f'{WINDOW} | wrong, last {WINDOW} |')
     print('|---|---|---|---|---|---|')
     row = memory_len_row
-  for agent in _AGENTS.value:
+  for agent in flag.agents.value:
     runs = []
-    for run_dir in glob.glob(os.path.join(_WORK_DIR.value, agent, '*')):
+    for run_dir in glob.glob(os.path.join(flag.work_dir.value, agent, '*')):
       for bsuite_id, played in bsuite_journal.read_journals(run_dir).items():
         name, setting = bsuite_id.split('/')
         if name == experiment and played:
@@ -178,4 +185,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  sys.exit(app.run(main))
+  sys.exit(app.run(functools.partial(main, define_flags())))

@@ -18,8 +18,10 @@ deep_sea_heads.py. Actors must be threads (`actor_mode = 'thread'`, as
 the bsuite files): the patch lives in this process.
 """
 
+import functools
 import os
 import sys
+import types
 
 from absl import app
 from absl import flags
@@ -31,21 +33,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.environments import bsuite as bsuite_env
 from tfa_explore.experiments import runner
-
-# Not `required`: deep_sea_heads.py imports this module for its loader.
-_ROOT_DIR = flags.DEFINE_string('root_dir', None, 'The run (required).')
-_GIN_FILE = flags.DEFINE_string('gin_file', None,
-                                'An R2D2 bsuite file (required).')
-_BSUITE_ID = flags.DEFINE_string('bsuite_id', 'deep_sea_stochastic/0',
-                                 'A deep_sea_stochastic id.')
-_KEEP = flags.DEFINE_enum('keep', 'both', ['both', 'slips', 'noise', 'none'],
-                          'What of the stochastic env to keep.')
-_NUM_EPISODES = flags.DEFINE_integer('num_episodes', 1000, 'Episodes.')
-_GIN_BINDINGS = flags.DEFINE_multi_string('gin_bindings', [], 'More.')
-_RESCALE_VALUES = flags.DEFINE_bool(
-    'rescale_values', True, 'False: R2D2Agent without value rescaling h '
-    '(not a gin value: the agent factory keeps it out of gin).')
-
 
 class _Stream:
   """A RandomState whose noise or slip draws are switched off."""
@@ -69,27 +56,47 @@ def ablated_deep_sea(bsuite_id, keep, seed=None, **kwargs):
   return env
 
 
-def main(argv):
+def define_flags():
+  """The script's flags, defined only when it runs: deep_sea_heads.py and
+  the tests import this module beside scripts with flags of these names."""
+  return types.SimpleNamespace(
+      root_dir=flags.DEFINE_string('root_dir', None, 'The run.',
+                                   required=True),
+      gin_file=flags.DEFINE_string('gin_file', None, 'An R2D2 bsuite file.',
+                                   required=True),
+      bsuite_id=flags.DEFINE_string('bsuite_id', 'deep_sea_stochastic/0',
+                                    'A deep_sea_stochastic id.'),
+      keep=flags.DEFINE_enum('keep', 'both',
+                             ['both', 'slips', 'noise', 'none'],
+                             'What of the stochastic env to keep.'),
+      num_episodes=flags.DEFINE_integer('num_episodes', 1000, 'Episodes.'),
+      gin_bindings=flags.DEFINE_multi_string('gin_bindings', [], 'More.'),
+      rescale_values=flags.DEFINE_bool(
+          'rescale_values', True, 'False: R2D2Agent without value '
+          'rescaling h (not a gin value: the agent factory keeps it out of '
+          'gin).'))
+
+
+def main(flag, argv):
   if len(argv) > 1:
     raise app.UsageError(f'Unexpected arguments: {argv[1:]}')
-  if not _ROOT_DIR.value or not _GIN_FILE.value:
-    raise app.UsageError('--root_dir and --gin_file are required.')
   bindings = [
-      f"BSUITE_ID = 'bsuite/{_BSUITE_ID.value}'",
-      f'NUM_EPISODES = {_NUM_EPISODES.value}',
+      f"BSUITE_ID = 'bsuite/{flag.bsuite_id.value}'",
+      f'NUM_EPISODES = {flag.num_episodes.value}',
       'r2d2.Settings.env_loader = @ablated_deep_sea',
-      f"ablated_deep_sea.bsuite_id = 'bsuite/{_BSUITE_ID.value}'",
-      f"ablated_deep_sea.keep = '{_KEEP.value}'",
-  ] + list(_GIN_BINDINGS.value)
-  if not _RESCALE_VALUES.value:
+      f"ablated_deep_sea.bsuite_id = 'bsuite/{flag.bsuite_id.value}'",
+      f"ablated_deep_sea.keep = '{flag.keep.value}'",
+  ] + list(flag.gin_bindings.value)
+  if not flag.rescale_values.value:
     init = r2d2_agent.R2D2Agent.__init__
 
     def init_without_rescaling(self, *args, **kwargs):
       kwargs['rescale_values'] = False
       init(self, *args, **kwargs)
     r2d2_agent.R2D2Agent.__init__ = init_without_rescaling
-  runner.run(_ROOT_DIR.value, [_GIN_FILE.value], bindings)
+  runner.run(flag.root_dir.value, [flag.gin_file.value], bindings)
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(functools.partial(main, define_flags()),
+          flags_parser=runner.parse_flags)
