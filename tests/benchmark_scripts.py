@@ -16,5 +16,13 @@ def load(name: str):
   spec = importlib.util.spec_from_file_location(
       name, os.path.join(BENCHMARKS, f'{name}.py'))
   module = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(module)
+  # Scripts set environment variables for their own process (e.g.
+  # TF_CPP_MIN_LOG_LEVEL before TensorFlow loads); in a test worker they
+  # would reach every binary a later test starts, so they are undone.
+  environ = dict(os.environ)
+  try:
+    spec.loader.exec_module(module)
+  finally:
+    os.environ.clear()
+    os.environ.update(environ)
   return module
