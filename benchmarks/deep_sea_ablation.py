@@ -14,8 +14,9 @@ stochastic id with only one of them kept (--keep=slips or --keep=noise;
 map). The env is bsuite's, journaled as usual (`bsuite.load`), with its
 random stream wrapped: `randn` (the noise) returns 0 without noise,
 `rand` (the slip draw) returns 1 without slips. Read the run with
-bsuite_readouts.py --experiment=deep_sea_stochastic and deep_sea_heads.py. Actors must be threads (`actor_mode = 'thread'`, as
-the bsuite files): the patch lives in this process.
+bsuite_readouts.py --experiment=deep_sea_stochastic and deep_sea_heads.py.
+Actors must be threads (`actor_mode = 'thread'`, as the bsuite files):
+the patch lives in this process.
 """
 
 import functools
