@@ -13,7 +13,6 @@ Steps an actor took but had not reported when it died are not counted
 (at most `actor_update_period` per actor).
 """
 
-import contextlib
 import os
 import time
 
@@ -24,14 +23,13 @@ import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.trajectories import trajectory as trajectory_lib
 
-from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
-from tfa_explore.process import run_lock
+from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.process import retry
 
-ACTOR_DIR = 'actors'
+ACTOR_DIR = actor_pool.ACTOR_DIR
 ACTOR = 'Actor'
 
 # An actor told to stop by its launcher flushes and reports for at most
@@ -140,19 +138,7 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
   if not 0 <= task < settings.num_actors:
     raise ValueError(
         f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
-  lock = contextlib.nullcontext()
-  if root_dir is not None:
-    # One process per task: a second actor with the same task (a copy-paste
-    # of a command) would repeat its epsilons and double-count its steps.
-    # The lock is the process's, so a restarted actor thread retakes it.
-    try:
-      lock = run_lock.RunLock(
-          os.path.join(root_dir, ACTOR_DIR, str(task))).acquire()
-    except errors.RunDirectoryError as e:
-      raise errors.ConfigError(
-          f'Actor --task={task} of this run is already running: '
-          f'{errors.user_message(e)}') from e
-  with lock:
+  with actor_pool.actor_lock(root_dir, task):
     return _run_actor(settings, task, replay_server, root_dir, stop_event,
                       incarnation)
 

@@ -14,6 +14,7 @@ import gin
 
 from tfa_explore import errors
 from tfa_explore.experiments import settings as settings_lib
+from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.replay import sequence_writer
 
@@ -156,6 +157,13 @@ class Settings(settings_lib.RunSettings):
   def num_slots(self) -> int:
     """Epsilon slots: every env of every actor is one of the paper's actors."""
     return self.num_actors * self.envs_per_actor
+
+
+@gin.configurable(module='r2d2')
+@dataclasses.dataclass(frozen=True)
+class RayResources(ray_resources.RayResources):
+  """What each R2D2 role asks Ray for (`ray_resources.RayResources`)."""
+  gin_name = 'r2d2.RayResources'
 
 
 def from_gin() -> Settings:

@@ -1,0 +1,163 @@
+"""Starting a distributed family's run: one machine, or one role per process.
+
+* `train_eval_on_one_machine(roles, settings, root_dir)`: the Reverb
+  server in this process, `num_actors` actors (threads, or spawned
+  processes with `actor_mode = 'process'`) and the learner;
+* `run_job(gin_files, gin_bindings, job)`: what the three binaries
+  (`train/replay_server.py`, `train/actor.py`, `train/learner.py`) do:
+  parse gin, find the bound experiment's roles, call one of them.
+
+Every process builds the same settings from the same gin config, so they
+agree on tables, specs and schedules.
+"""
+
+import os
+import signal
+import sys
+import time
+from typing import Any, Callable, Dict, Optional, Sequence
+
+from absl import logging
+import gin
+import reverb
+
+from tfa_explore import errors
+from tfa_explore.experiments import runner
+from tfa_explore.experiments.distributed import actor_pool
+from tfa_explore.experiments.distributed import roles as roles_lib
+from tfa_explore.process import stop_signals
+
+# How long a run stopped by a signal waits for its actors before ending
+# their processes: it saved everything they would add.
+_STOPPED_ACTORS_SECONDS = 5.0
+
+# Under root_dir on one machine: the Reverb checkpoints of the tables.
+REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
+
+
+def train_eval_on_one_machine(roles: roles_lib.Roles, settings,
+                              root_dir: str) -> Dict[str, float]:
+  """Server, actors and learner of `roles` on this machine.
+
+  Args:
+    roles: the family's `Roles`.
+    settings: its settings (`roles.DistributedSettings`).
+    root_dir: run directory; the server checkpoints its tables (if the
+      family does) under root_dir/replay_checkpoints.
+
+  Returns:
+    The learner's final evaluation.
+  """
+  # Before any actor starts: actors block until the learner's first
+  # weights, so a bad input found by the learner would keep them waiting.
+  roles.check_setup(settings)
+  server = roles.make_replay_server(
+      settings, checkpoint_dir=os.path.join(root_dir, REPLAY_CHECKPOINT_DIR))
+  address = f'localhost:{server.port}'
+  actors = actor_pool.ActorPool(roles, settings, address, root_dir)
+  actors_seconds = settings.shutdown_timeout_seconds
+  try:
+    return roles.run_learner(settings, address, root_dir, actors=actors)
+  except stop_signals.RunStopped:
+    # Saved: the actors need not finish anything. The server goes first,
+    # so that an actor blocked at an insert gives up.
+    actors.request_stop()
+    server.stop()
+    actors_seconds = _STOPPED_ACTORS_SECONDS
+    raise
+  finally:
+    actors.stop(actors_seconds)
+    server.stop()
+
+
+def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> None:
+  """Serves until SIGINT or SIGTERM; then checkpoints, stops, exits.
+
+  With `checkpoint_dir` the tables are checkpointed first, so a restarted
+  server restores what the actors wrote since the learner's last
+  checkpoint. Exits with 128 + the signal, after one line.
+  """
+  with stop_signals.StopSignals() as stop:
+    while not stop.requested:
+      time.sleep(0.5)  # Back in Python often enough to see a signal.
+  saved = ''
+  if checkpoint_dir is not None:
+    path = reverb.Client(f'localhost:{server.port}').checkpoint()
+    saved = f'; its tables were checkpointed to {path}'
+  server.stop()
+  logging.warning('Replay server stopped by %s%s.',
+                  signal.Signals(stop.signum).name, saved)
+  sys.exit(128 + stop.signum)
+
+
+def bound_roles() -> roles_lib.Roles:
+  """The roles of the experiment the parsed gin config binds.
+
+  An experiment function that runs as several roles says so with its
+  attribute `roles` (`r2d2.train_eval.roles`), as it declares its
+  `check_before_start`.
+
+  Raises:
+    errors.ConfigError: the experiment runs in one process only.
+  """
+  try:
+    reference = gin.query_parameter('run_experiment.experiment')
+  except ValueError as e:
+    raise errors.ConfigError(
+        'The gin file binds no run_experiment.experiment (e.g. '
+        '@r2d2.train_eval).') from e
+  configurable = getattr(reference, 'configurable', None)
+  roles = getattr(getattr(configurable, 'wrapper', None), 'roles', None)
+  if roles is None:
+    raise errors.ConfigError(
+        f'run_experiment.experiment = @{reference.selector} runs in one '
+        'process (train/train_eval.py); the role binaries run experiments '
+        'of several roles: @r2d2.train_eval, '
+        '@on_policy.distributed_train_eval.')
+  return roles
+
+
+def check_server_address(address: Optional[str],
+                         flag: str = '--replay_server') -> None:
+  """Raises ConfigError unless `address` is HOST:PORT."""
+  host, _, port = (address or '').rpartition(':')
+  if not host or not port.isdigit():
+    raise errors.ConfigError(
+        f'{flag} must be HOST:PORT of train/replay_server.py, got '
+        f'{address!r}.')
+
+
+def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
+            role: str, job: Callable[[roles_lib.Roles, Any], Any],
+            replay_server: Optional[str] = None,
+            roles: Optional[roles_lib.Roles] = None) -> Any:
+  """What the role binaries do: parse gin, run `job(roles, settings)`.
+
+  Args:
+    gin_files: the run's gin files.
+    gin_bindings: and its bindings.
+    role: what the job is, for the first line ('learner', 'actor 0').
+    job: the role, e.g. `lambda roles, settings: roles.run_learner(...)`.
+    replay_server: the --replay_server flag, checked first when given.
+    roles: the family's roles; None: those of the bound experiment.
+
+  A bad flag, gin file, binding or setting prints one message and exits
+  with code 2, like train/train_eval.py.
+  """
+  try:
+    if replay_server is not None:
+      check_server_address(replay_server)
+    runner.parse_gin(gin_files, gin_bindings)
+    roles = roles or bound_roles()
+    settings = roles.settings_from_gin()
+    # The first line within seconds: building the agent and reaching the
+    # server take a while on a loaded machine.
+    logging.info('Starting: %s %s (gin: %s).', roles.name, role,
+                 ' '.join(gin_files))
+    return job(roles, settings)
+  except errors.ConfigError as e:
+    runner.exit_with_config_error(e)
+  except stop_signals.RunStopped as e:
+    runner.exit_stopped(e)
+  except KeyboardInterrupt:
+    runner.exit_interrupted()
