@@ -36,21 +36,28 @@ def variables_table(shared_state) -> reverb.Table:
       signature=signature(shared_state))
 
 
-def check_variables_table(info, shared_state) -> None:
-  """Raises ValueError unless the server's table holds `shared_state`."""
-  if VARIABLES_TABLE not in info:
+def check_table(info, name: str, expected, what: str) -> None:
+  """Raises ValueError unless the server's table `name` has the signature
+  `expected` (a nest of `tf.TensorSpec`s; `what` it holds, for the
+  message)."""
+  if name not in info:
     raise ValueError(
-        f'Reverb server has no table {VARIABLES_TABLE!r}; it must be '
-        'started by train/replay_server.py with the same gin file.')
-  expected = tf.nest.flatten(signature(shared_state))
-  actual = tf.nest.flatten(info[VARIABLES_TABLE].signature or ())
+        f'Reverb server has no table {name!r}; it must be started by '
+        'train/replay_server.py with the same gin file.')
+  expected = tf.nest.flatten(expected)
+  actual = tf.nest.flatten(info[name].signature or ())
   if len(actual) != len(expected) or any(
       tf.TensorShape(a.shape) != e.shape or tf.as_dtype(a.dtype) != e.dtype
       for a, e in zip(actual, expected)):
     raise ValueError(
-        f'Reverb table {VARIABLES_TABLE!r} holds weights of another '
-        f'network ({actual}); this agent needs {expected}. Start the '
-        'replay server with the same gin file.')
+        f'Reverb table {name!r} holds {what} of another agent or env '
+        f'({actual}); this run needs {expected}. Start the replay server '
+        'with the same gin file.')
+
+
+def check_variables_table(info, shared_state) -> None:
+  """Raises ValueError unless the server's table holds `shared_state`."""
+  check_table(info, VARIABLES_TABLE, signature(shared_state), 'weights')
 
 
 def num_pushes(client: reverb.Client) -> int:
