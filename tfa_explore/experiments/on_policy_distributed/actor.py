@@ -17,12 +17,12 @@ import time
 
 from absl import logging
 import reverb
-import tensorflow as tf
 
 from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import variables as variables_lib
 from tfa_explore.experiments.on_policy_distributed import builder
@@ -88,6 +88,9 @@ def _run_actor(setup, task, replay_server, root_dir, stop_event,
                incarnation):
   """`run_actor`'s loop, once the task is known to be this one's."""
   settings = setup.settings
+  # A process of its own sizes its pools as the learner's; an actor thread
+  # finds them sized already.
+  run_kit.set_tf_threads(settings.tf_threads)
   num_envs = setup.envs_per_actor
   first_env = task * num_envs
   run_context.set_run_dir(root_dir)

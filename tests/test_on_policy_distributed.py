@@ -1,0 +1,493 @@
+"""The on-policy loop with its collection on actors (Reverb, Ray).
+
+Tiny settings on the fake Counting env (episodes of 6 steps) and RND-PPO
+with 8-unit networks: 4 envs shared by 2 actors, rollouts of 8 steps.
+
+* Unit: what the learner trains on (only rollouts of its latest
+  publication, one per actor, in task order; the others dropped and
+  counted), what it publishes (the RND normaliser reaches an actor's
+  agent), the metrics of a batch (those the one-process collector keeps),
+  and the bad inputs refused before anything starts (envs the actors
+  cannot share, a bad server address, a one-process experiment on the
+  role binaries, a Ray cluster too small), naming their binding.
+* Integration: 2 actor threads train and resume; an actor process
+  SIGKILLed is restarted by the pool; the binaries' exit code 2; an actor
+  killed on a local Ray cluster is restarted by Ray and the run ends.
+"""
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from absl.testing import absltest
+import gin
+import numpy as np
+import pytest
+import reverb
+import tensorflow as tf
+from tf_agents.specs import tensor_spec
+
+from tfa_explore import errors
+from tfa_explore.environments import batched
+from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import on_policy_distributed
+from tfa_explore.experiments import runner
+from tfa_explore.experiments.distributed import launch
+from tfa_explore.experiments.distributed import ray_resources
+from tfa_explore.experiments.distributed import variables as variables_lib
+from tfa_explore.experiments.on_policy_distributed import builder
+from tfa_explore.experiments.on_policy_distributed import learner as learner_lib
+from tfa_explore.experiments.on_policy_distributed import settings as settings_lib
+from tfa_explore.testing import faults
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+TINY_GIN = """
+import gin.tf.external_configurables
+import tfa_explore.agents.rnd_ppo.warm_up
+import tfa_explore.environments.suite_gymnasium
+import tfa_explore.experiments.intrinsic
+import tfa_explore.experiments.on_policy
+import tfa_explore.experiments.on_policy_distributed
+import tfa_explore.experiments.ppo
+import tfa_explore.experiments.runner
+import tfa_explore.networks.rnd_networks
+import tfa_explore.testing.fake_envs
+
+NUM_ENV_STEPS = 96
+SEED = 0
+run_experiment.experiment = @on_policy.distributed_train_eval
+on_policy.Distributed.num_actors = 2
+on_policy.Distributed.shutdown_timeout_seconds = 20.0
+on_policy.Settings.env_loader = @suite_gymnasium.load
+suite_gymnasium.load.env_id = 'tfa_explore_testing/Counting-v0'
+suite_gymnasium.load.gym_kwargs = {'episode_length': 6}
+on_policy.Settings.agent_fn = @ppo.ppo_clip_agent
+on_policy.Settings.num_env_steps = %NUM_ENV_STEPS
+on_policy.Settings.seed = %SEED
+on_policy.Settings.num_envs = 4
+on_policy.Settings.rollout_length = 8
+on_policy.Settings.eval_interval = 64
+on_policy.Settings.num_eval_episodes = 2
+on_policy.Settings.checkpoint_interval = 64
+on_policy.Settings.log_interval = 32
+on_policy.Settings.tf_threads = 1
+on_policy.Settings.pre_training_fn = @warm_up_observation_normalizer
+warm_up_observation_normalizer.num_steps = 4
+ppo.ppo_clip_agent.intrinsic_reward = @intrinsic.rnd_intrinsic_reward
+ppo.ppo_clip_agent.learning_rate = 1e-3
+ppo.ppo_clip_agent.num_epochs = 2
+ppo.ppo_clip_agent.num_minibatches = 2
+ppo.ppo_clip_agent.importance_ratio_clipping = 0.2
+ppo.ppo_clip_agent.lambda_value = 0.95
+ppo.ppo_clip_agent.discount_factor = 0.9
+ppo.ppo_clip_agent.entropy_regularization = 0.01
+ppo.ppo_clip_agent.value_pred_loss_coef = 0.5
+ppo.ppo_clip_agent.extrinsic_advantage_coef = 2.0
+ppo.ppo_clip_agent.normalize_observations = True
+ppo.ppo_clip_agent.actor_fc_layers = (8,)
+ppo.ppo_clip_agent.value_fc_layers = (8,)
+ppo.ppo_clip_agent.activation_fn = @tf.nn.tanh
+intrinsic.rnd_intrinsic_reward.coef = 1.0
+intrinsic.rnd_intrinsic_reward.discount = 0.99
+intrinsic.rnd_intrinsic_reward.non_episodic = True
+intrinsic.rnd_intrinsic_reward.normalize_returns = True
+intrinsic.rnd_intrinsic_reward.normalize_observations = True
+intrinsic.rnd_intrinsic_reward.observation_clip = 5.0
+intrinsic.rnd_intrinsic_reward.learning_rate = 1e-3
+intrinsic.rnd_intrinsic_reward.adam_epsilon = 1e-5
+intrinsic.rnd_intrinsic_reward.predictor_update_proportion = 0.5
+intrinsic.rnd_intrinsic_reward.first_visits_only = False
+intrinsic.rnd_intrinsic_reward.networks_fn = @rnd_mlp_networks
+rnd_mlp_networks.torso_fc_layer_params = (8,)
+rnd_mlp_networks.predictor_fc_layer_params = (8,)
+rnd_mlp_networks.output_dim = 4
+"""
+
+# The PPO twin of TINY_GIN: no intrinsic reward.
+TWIN_BINDINGS = ('ppo.ppo_clip_agent.intrinsic_reward = None',
+                 'on_policy.Settings.pre_training_fn = None')
+
+
+class _TestCase(tf.test.TestCase):
+  # tf.test.TestCase's deprecated `test_session` is not a test.
+  test_session = None
+
+  def setUp(self):
+    super().setUp()
+    gin.clear_config()
+    self.addCleanup(gin.clear_config)
+    self.gin_file = os.path.join(self.get_temp_dir(), 'tiny_rnd_ppo.gin')
+    with open(self.gin_file, 'w') as f:
+      f.write(TINY_GIN)
+
+  def setup(self, *bindings) -> settings_lib.Setup:
+    runner.parse_gin([self.gin_file], list(bindings))
+    return settings_lib.from_gin()
+
+  def server(self, setup, agent):
+    server = reverb.Server(builder.make_tables(setup, agent), port=None)
+    self.addCleanup(server.stop)
+    return f'localhost:{server.port}'
+
+
+class SettingsTest(_TestCase):
+
+  def test_envs_the_actors_cannot_share_are_refused_naming_both(self):
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'on_policy.Settings.num_envs = 4 rollouts of '
+        r'on_policy.Settings.rollout_length = 8 steps .* '
+        r'on_policy.Distributed.num_actors = 3 actors cannot share evenly'):
+      self.setup('on_policy.Distributed.num_actors = 3')
+
+  def test_bad_values_name_their_binding(self):
+    for binding, message in [
+        ("on_policy.Distributed.actor_mode = 'fork'",
+         "on_policy.Distributed.actor_mode must be 'thread' or 'process'"),
+        ('on_policy.Distributed.num_actors = 0',
+         'on_policy.Distributed.num_actors must be >= 1'),
+        ('on_policy.Distributed.rollout_timeout_seconds = -1.0',
+         'on_policy.Distributed.rollout_timeout_seconds must be >= 0')]:
+      gin.clear_config()
+      with self.assertRaisesRegex(errors.ConfigError, message):
+        self.setup(binding)
+
+  def test_refused_before_root_dir_is_touched(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'never_written')
+    with self.assertRaisesRegex(errors.ConfigError, 'cannot share evenly'):
+      runner.run(root_dir, [self.gin_file],
+                 ['on_policy.Distributed.num_actors = 3'])
+    self.assertFalse(os.path.exists(root_dir))
+
+  def test_each_actor_steps_its_share_of_the_batch(self):
+    setup = self.setup()
+    self.assertEqual(setup.envs_per_actor, 2)
+    self.assertEqual(setup.setting('num_actors'),
+                     'on_policy.Distributed.num_actors')
+
+  def test_a_ray_cluster_too_small_is_refused_naming_the_bindings(self):
+    setup = self.setup('on_policy.Distributed.num_actors = 4')
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'The Ray cluster has 2 CPUs; this run needs 6 \(replay server 1 \+ '
+        r'learner 1 \+ 4 actors x 1\).*on_policy.Distributed.num_actors or '
+        r'the on_policy.RayResources requests'):
+      ray_resources.check_resources(setup, settings_lib.RayResources(),
+                                    {'CPU': 2.0}, {'CPU': 2.0})
+
+
+class RoleBinariesInputTest(_TestCase):
+
+  def test_a_missing_or_malformed_server_address_is_refused(self):
+    for address in ('', 'localhost', 'localhost:', ':8000', 'host:port'):
+      with self.assertRaisesRegex(errors.ConfigError,
+                                  '--replay_server must be HOST:PORT'):
+        launch.check_server_address(address)
+    launch.check_server_address('10.0.0.1:8000')
+
+  def test_the_bound_experiment_gives_the_roles(self):
+    runner.parse_gin([self.gin_file], [])
+    self.assertEqual(launch.bound_roles().name, 'on_policy')
+
+  def test_a_one_process_experiment_is_refused(self):
+    runner.parse_gin([self.gin_file],
+                     ['run_experiment.experiment = @on_policy.train_eval'])
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'@on_policy.train_eval runs in one process \(train/train_eval.py\)'):
+      launch.bound_roles()
+
+
+def fake_rollout(spec, value):
+  """A rollout of `spec` whose observations all hold `value`."""
+  zeros = tensor_spec.zero_spec_nest(spec)
+  return zeros._replace(observation=tf.fill(zeros.observation.shape,
+                                            float(value)))
+
+
+class RolloutReaderTest(_TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.setup_ = self.setup()
+    self.agent = builder.make_agent(self.setup_)
+    self.address = self.server(self.setup_, self.agent)
+    self.client = reverb.Client(self.address)
+    self.item_spec = builder.rollout_spec(self.agent, 2, 8)
+    self.reader = builder.RolloutReader(self.client, self.item_spec, 2)
+
+  def write(self, task, publication, value):
+    writer = builder.RolloutWriter(self.client, task)
+    writer.write(fake_rollout(self.item_spec['trajectory'], value),
+                 publication, train_step=7)
+    writer.close(timeout_ms=1000)
+
+  def test_only_rollouts_of_the_publication_are_trained_on(self):
+    self.write(task=1, publication=5, value=1.0)
+    self.write(task=0, publication=4, value=-1.0)  # of earlier weights
+    with self.assertLogs(level='WARNING') as logs:
+      self.assertFalse(self.reader.take(5))
+    self.assertEqual(self.reader.missing(), (0,))
+    self.assertIn('Dropped rollouts of earlier weights (of train steps 7)',
+                  logs.output[0])
+    self.write(task=1, publication=5, value=2.0)  # a restarted actor's
+    self.write(task=0, publication=5, value=0.0)
+    self.assertTrue(self.reader.take(5))
+    self.assertEqual((self.reader.stale, self.reader.duplicates), (1, 1))
+    batch = self.reader.batch()
+    # Envs in task order: actor 0's two rows, then actor 1's first write.
+    self.assertAllEqual(batch.observation[:, 0, 0], [0.0, 0.0, 1.0, 1.0])
+    self.assertEqual(batch.observation.shape, (4, 8, 1))
+
+  def test_a_new_publication_forgets_the_rollouts_of_the_last(self):
+    self.write(task=0, publication=5, value=0.0)
+    self.assertFalse(self.reader.take(5))
+    self.assertFalse(self.reader.take(6))
+    self.assertEqual(self.reader.missing(), (0, 1))
+
+
+class SharedStateTest(_TestCase):
+
+  def test_an_actor_gets_the_learners_weights_and_rnd_normaliser(self):
+    setup = self.setup()
+    learner_agent = builder.make_agent(setup)
+    actor_agent = builder.make_agent(setup)
+    learner_state = builder.SharedState(learner_agent)
+    actor_state = builder.SharedState(actor_agent)
+    self.assertLen(learner_state.nest()['intrinsic_reward'], len(
+        learner_agent.intrinsic_reward.acting_variables))
+    self.assertNotEmpty(learner_state.nest()['intrinsic_reward'])
+    learner_agent.intrinsic_reward.observe(tf.fill([16, 1], 3.0))
+    publication = learner_state.new_publication()
+    address = self.server(setup, learner_agent)
+    variables_lib.SharedVariables(address, learner_state).push()
+    variables_lib.SharedVariables(address, actor_state).pull()
+    self.assertEqual(int(actor_state.publication), publication)
+    for learner_variable, actor_variable in zip(
+        tf.nest.flatten(learner_state.nest()),
+        tf.nest.flatten(actor_state.nest())):
+      self.assertAllEqual(learner_variable, actor_variable)
+    self.assertEqual(variables_lib.num_pushes(reverb.Client(address)), 1)
+
+  def test_the_ppo_twin_publishes_no_intrinsic_entry(self):
+    setup = self.setup(*TWIN_BINDINGS)
+    nest = builder.SharedState(builder.make_agent(setup)).nest()
+    self.assertNotIn('intrinsic_reward', nest)
+
+
+class MetricsTest(_TestCase):
+
+  def test_a_batch_counts_as_the_one_process_collector_counts(self):
+    setup = self.setup()
+    agent = builder.make_agent(setup)
+    env = batched.make_batched_env(setup.settings.env_loader, 4, 0)
+    self.addCleanup(env.close)
+    collected = on_policy.TrainMetrics(4, 10)
+    collector = on_policy.RolloutCollector(env, agent.collect_policy, 8,
+                                           collected.as_list())
+    rollouts = [collector.collect() for _ in range(3)]
+    observed = on_policy.TrainMetrics(4, 10)
+    for rollout in rollouts:
+      learner_lib.observe_rollout(observed.as_list(), rollout)
+    for name in ('AverageReturn', 'AverageEpisodeLength', 'NumberOfEpisodes',
+                 'TerminatedEpisodes'):
+      self.assertEqual(float(observed.results()[name]),
+                       float(collected.results()[name]), name)
+    # 96 steps; each env's 6-step episodes leave a reset step after each.
+    self.assertEqual(int(observed.env_steps.result()),
+                     int(collected.env_steps.result()))
+    self.assertEqual(int(observed.episodes.result()), 12)
+
+
+def read_scalars(directory):
+  """{tag: [(step, value)]} of the scalar summaries in `directory`."""
+  events = {}
+  for path in sorted(tf.io.gfile.glob(os.path.join(directory,
+                                                   'events.out.*'))):
+    for event in tf.compat.v1.train.summary_iterator(path):
+      for value in event.summary.value:
+        array = tf.make_ndarray(value.tensor)
+        if array.dtype.kind in 'fiub':
+          events.setdefault(value.tag, []).append((event.step, float(array)))
+  return events
+
+
+@pytest.mark.integration
+class OneMachineTest(_TestCase):
+
+  def test_two_actor_threads_train_and_the_run_resumes(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'run')
+    first = runner.run(root_dir, [self.gin_file], [])
+    # 4 envs x 8 steps per batch, the reset steps after episode ends not
+    # counted: the run stops at the first batch past 96 env steps.
+    self.assertGreaterEqual(first['EnvironmentSteps'], 96)
+    self.assertEqual(first['AverageReturn'], 21.0)  # 1 + 2 + ... + 6
+    train = read_scalars(os.path.join(root_dir, 'train'))
+    for tag in ('Losses/total_loss', 'Losses/intrinsic_value_loss',
+                'Intrinsic/reward_raw_mean', 'Metrics/AverageReturn',
+                'Replay/stale_rollouts', 'Replay/duplicate_rollouts',
+                'Actors/restarts'):
+      self.assertIn(tag, train)
+    self.assertEqual(train['Replay/stale_rollouts'][-1][1], 0.0)
+    self.assertTrue(os.path.isdir(os.path.join(root_dir, 'policies',
+                                               'greedy_policy')))
+
+    gin.clear_config()
+    second = runner.run(root_dir, [self.gin_file], ['NUM_ENV_STEPS = 160'])
+    self.assertGreaterEqual(second['EnvironmentSteps'], 160)
+    steps = [step for step, _ in
+             read_scalars(os.path.join(root_dir, 'train'))[
+                 'Metrics/EnvironmentSteps']]
+    self.assertEqual(steps, sorted(steps))  # resumed, not restarted
+    self.assertLen(steps, len(set(steps)))
+
+  def test_a_killed_actor_process_is_restarted_and_the_run_ends(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'run')
+    runner.parse_gin([self.gin_file], [
+        "on_policy.Distributed.actor_mode = 'process'",
+        'NUM_ENV_STEPS = 400', 'on_policy.Settings.checkpoint_interval = 96'])
+    results, failures = {}, []
+
+    def run():
+      try:
+        results.update(on_policy_distributed.distributed_train_eval(
+            root_dir=root_dir))
+      except Exception as e:  # pylint: disable=broad-except
+        failures.append(e)
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.time() + 600
+    while faults.checkpoint_step(root_dir) < 96:
+      self.assertLess(time.time(), deadline, 'no checkpoint')
+      self.assertTrue(thread.is_alive(), failures)
+      time.sleep(0.2)
+    actors = {child.name: child for child in
+              multiprocessing.active_children()}
+    os.kill(actors['on_policy_actor_1'].pid, signal.SIGKILL)
+    thread.join(timeout=600)
+    self.assertFalse(thread.is_alive(), 'the run did not finish')
+    self.assertEqual(failures, [])
+    self.assertGreaterEqual(results['EnvironmentSteps'], 400)
+    metrics = faults.final_metrics(os.path.join(root_dir, 'train'))
+    self.assertEqual(metrics['Actors/restarts'], 1.0)
+
+
+def _binary(name, *flags):
+  return subprocess.run(
+      [sys.executable, os.path.join(REPO_ROOT, 'train', name), *flags],
+      capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
+      check=False)
+
+
+@pytest.mark.integration
+class BinariesTest(_TestCase):
+
+  def assert_one_error_line(self, result, message):
+    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
+    errors_printed = [line for line in result.stderr.splitlines()
+                      if line.startswith('ERROR:')]
+    self.assertLen(errors_printed, 1, result.stderr[-3000:])
+    self.assertIn(message, errors_printed[0])
+
+  def test_envs_the_actors_cannot_share_exit_2_before_anything_starts(self):
+    root_dir = os.path.join(self.get_temp_dir(), 'run')
+    result = _binary('train_eval.py', f'--root_dir={root_dir}',
+                     f'--gin_file={self.gin_file}',
+                     '--gin_bindings=on_policy.Distributed.num_actors = 3')
+    self.assert_one_error_line(result, 'cannot share evenly')
+    self.assertNotIn('Replay server listening', result.stderr)
+    self.assertFalse(os.path.exists(root_dir))
+
+  def test_an_empty_server_address_exits_2(self):
+    result = _binary('learner.py', '--replay_server=',
+                     f'--root_dir={self.get_temp_dir()}',
+                     f'--gin_file={self.gin_file}')
+    self.assert_one_error_line(result, '--replay_server must be HOST:PORT')
+
+  def test_a_missing_server_address_exits_2(self):
+    result = _binary('actor.py', '--task=0', f'--gin_file={self.gin_file}')
+    self.assert_one_error_line(result, 'replay_server')
+
+
+def _ray_available():
+  try:
+    import ray  # pylint: disable=g-import-not-at-top,unused-import
+    return True
+  except ImportError:
+    return False
+
+
+# A hang guard, not a speed check: on a loaded machine a local cluster
+# starts its workers (each importing TensorFlow) a few at a time.
+_RAY_HANG_SECONDS = 1800
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(2 * _RAY_HANG_SECONDS)
+@absltest.skipUnless(_ray_available(), 'needs the ray extra')
+class RayTest(_TestCase):
+
+  def test_an_actor_killed_on_ray_is_restarted_and_the_run_ends(self):
+    import ray  # pylint: disable=g-import-not-at-top
+    from tfa_explore.experiments.distributed import ray_launch  # pylint: disable=g-import-not-at-top
+    root_dir = os.path.join(self.get_temp_dir(), 'ray_run')
+    runner.parse_gin([self.gin_file], [
+        'NUM_ENV_STEPS = 400', 'on_policy.Settings.checkpoint_interval = 96',
+        'on_policy.RayResources.replay_server_num_cpus = 0.5',
+        'on_policy.RayResources.learner_num_cpus = 0.5',
+        'on_policy.RayResources.actor_num_cpus = 0.5'])
+    results, failures = {}, []
+
+    def run():
+      try:
+        results.update(ray_launch.train_eval(root_dir))
+      except Exception as e:  # pylint: disable=broad-except
+        failures.append(e)
+    thread = threading.Thread(target=run)
+    thread.start()
+
+    def end_the_run():
+      # A run still going (the test failed) ends before the cluster goes.
+      if thread.is_alive() and ray.is_initialized():
+        for name in ('on_policy_learner', 'on_policy_actor_0',
+                     'on_policy_actor_1', 'on_policy_replay_server'):
+          try:
+            ray.kill(ray.get_actor(name), no_restart=True)
+          except ValueError:  # not started, or gone
+            pass
+        thread.join(timeout=_RAY_HANG_SECONDS)
+      if ray.is_initialized():
+        ray.shutdown()
+    self.addCleanup(end_the_run)
+    deadline = time.time() + _RAY_HANG_SECONDS
+    while faults.checkpoint_step(root_dir) < 96:
+      self.assertLess(time.time(), deadline, 'no learner checkpoint')
+      self.assertTrue(thread.is_alive(), failures)
+      time.sleep(0.5)
+    actor = ray.get_actor('on_policy_actor_1')
+    old_pid = ray.get(actor.pid.remote())
+    os.kill(old_pid, signal.SIGKILL)
+    new_pid = None
+    while new_pid in (None, old_pid) and time.time() < deadline:
+      try:
+        new_pid = ray.get(actor.pid.remote(), timeout=10)
+      except (ray.exceptions.RayActorError,
+              ray.exceptions.GetTimeoutError):
+        time.sleep(0.5)
+    self.assertNotIn(new_pid, (None, old_pid), 'Ray did not restart it')
+    thread.join(timeout=_RAY_HANG_SECONDS)
+    self.assertFalse(thread.is_alive(), 'the run did not finish')
+    self.assertEqual(failures, [])
+    self.assertGreaterEqual(results['EnvironmentSteps'], 400)
+    self.assertEqual(results['AverageReturn'], 21.0)
+    metrics = faults.final_metrics(os.path.join(root_dir, 'train'))
+    self.assertGreaterEqual(metrics['Actors/restarts'], 1.0)
+
+
+if __name__ == '__main__':
+  absltest.main()
