@@ -152,10 +152,6 @@ class ActorPool:
     actor.start()
     return actor
 
-  def pid(self, task: int) -> Optional[int]:
-    """The process id of actor `task` (None for a thread)."""
-    return getattr(self._actors[task], 'pid', None)
-
   def check(self) -> None:
     """Restarts dead actors; raises RuntimeError past `max_actor_restarts`."""
     for task, actor in enumerate(self._actors):
