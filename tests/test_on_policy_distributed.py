@@ -20,7 +20,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 from absl.testing import absltest
@@ -43,6 +42,8 @@ from tfa_explore.experiments.on_policy_distributed import builder
 from tfa_explore.experiments.on_policy_distributed import learner as learner_lib
 from tfa_explore.experiments.on_policy_distributed import settings as settings_lib
 from tfa_explore.testing import faults
+
+import test_r2d2_experiment as r2d2_tests  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -304,19 +305,6 @@ class MetricsTest(_TestCase):
     self.assertEqual(int(observed.episodes.result()), 12)
 
 
-def read_scalars(directory):
-  """{tag: [(step, value)]} of the scalar summaries in `directory`."""
-  events = {}
-  for path in sorted(tf.io.gfile.glob(os.path.join(directory,
-                                                   'events.out.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        array = tf.make_ndarray(value.tensor)
-        if array.dtype.kind in 'fiub':
-          events.setdefault(value.tag, []).append((event.step, float(array)))
-  return events
-
-
 @pytest.mark.integration
 class OneMachineTest(_TestCase):
 
@@ -327,7 +315,7 @@ class OneMachineTest(_TestCase):
     # counted: the run stops at the first batch past 96 env steps.
     self.assertGreaterEqual(first['EnvironmentSteps'], 96)
     self.assertEqual(first['AverageReturn'], 21.0)  # 1 + 2 + ... + 6
-    train = read_scalars(os.path.join(root_dir, 'train'))
+    train = r2d2_tests.read_events(os.path.join(root_dir, 'train'))
     for tag in ('Losses/total_loss', 'Losses/intrinsic_value_loss',
                 'Intrinsic/reward_raw_mean', 'Metrics/AverageReturn',
                 'Replay/stale_rollouts', 'Replay/duplicate_rollouts',
@@ -341,7 +329,7 @@ class OneMachineTest(_TestCase):
     second = runner.run(root_dir, [self.gin_file], ['NUM_ENV_STEPS = 160'])
     self.assertGreaterEqual(second['EnvironmentSteps'], 160)
     steps = [step for step, _ in
-             read_scalars(os.path.join(root_dir, 'train'))[
+             r2d2_tests.read_events(os.path.join(root_dir, 'train'))[
                  'Metrics/EnvironmentSteps']]
     self.assertEqual(steps, sorted(steps))  # resumed, not restarted
     self.assertLen(steps, len(set(steps)))
@@ -351,27 +339,13 @@ class OneMachineTest(_TestCase):
     runner.parse_gin([self.gin_file], [
         "on_policy.Distributed.actor_mode = 'process'",
         'NUM_ENV_STEPS = 400', 'on_policy.Settings.checkpoint_interval = 96'])
-    results, failures = {}, []
-
-    def run():
-      try:
-        results.update(on_policy_distributed.distributed_train_eval(
-            root_dir=root_dir))
-      except Exception as e:  # pylint: disable=broad-except
-        failures.append(e)
-    thread = threading.Thread(target=run)
-    thread.start()
-    deadline = time.time() + 600
-    while faults.checkpoint_step(root_dir) < 96:
-      self.assertLess(time.time(), deadline, 'no checkpoint')
-      self.assertTrue(thread.is_alive(), failures)
-      time.sleep(0.2)
+    run = faults.RunThread(lambda: on_policy_distributed.distributed_train_eval(
+        root_dir=root_dir))
+    run.wait_for_checkpoint(root_dir, 96, deadline=time.time() + 600)
     actors = {child.name: child for child in
               multiprocessing.active_children()}
     os.kill(actors['on_policy_actor_1'].pid, signal.SIGKILL)
-    thread.join(timeout=600)
-    self.assertFalse(thread.is_alive(), 'the run did not finish')
-    self.assertEqual(failures, [])
+    results = run.finish(timeout_seconds=600)
     self.assertGreaterEqual(results['EnvironmentSteps'], 400)
     metrics = faults.final_metrics(os.path.join(root_dir, 'train'))
     self.assertEqual(metrics['Actors/restarts'], 1.0)
@@ -433,7 +407,6 @@ _RAY_HANG_SECONDS = 1800
 class RayTest(_TestCase):
 
   def test_an_actor_killed_on_ray_is_restarted_and_the_run_ends(self):
-    import ray  # pylint: disable=g-import-not-at-top
     from tfa_explore.experiments.distributed import ray_launch  # pylint: disable=g-import-not-at-top
     root_dir = os.path.join(self.get_temp_dir(), 'ray_run')
     runner.parse_gin([self.gin_file], [
@@ -441,48 +414,14 @@ class RayTest(_TestCase):
         'on_policy.RayResources.replay_server_num_cpus = 0.5',
         'on_policy.RayResources.learner_num_cpus = 0.5',
         'on_policy.RayResources.actor_num_cpus = 0.5'])
-    results, failures = {}, []
-
-    def run():
-      try:
-        results.update(ray_launch.train_eval(root_dir))
-      except Exception as e:  # pylint: disable=broad-except
-        failures.append(e)
-    thread = threading.Thread(target=run)
-    thread.start()
-
-    def end_the_run():
-      # A run still going (the test failed) ends before the cluster goes.
-      if thread.is_alive() and ray.is_initialized():
-        for name in ('on_policy_learner', 'on_policy_actor_0',
-                     'on_policy_actor_1', 'on_policy_replay_server'):
-          try:
-            ray.kill(ray.get_actor(name), no_restart=True)
-          except ValueError:  # not started, or gone
-            pass
-        thread.join(timeout=_RAY_HANG_SECONDS)
-      if ray.is_initialized():
-        ray.shutdown()
-    self.addCleanup(end_the_run)
+    run = faults.RunThread(lambda: ray_launch.train_eval(root_dir))
+    self.addCleanup(faults.end_ray_run, run, [
+        'on_policy_learner', 'on_policy_actor_0', 'on_policy_actor_1',
+        'on_policy_replay_server'], _RAY_HANG_SECONDS)
     deadline = time.time() + _RAY_HANG_SECONDS
-    while faults.checkpoint_step(root_dir) < 96:
-      self.assertLess(time.time(), deadline, 'no learner checkpoint')
-      self.assertTrue(thread.is_alive(), failures)
-      time.sleep(0.5)
-    actor = ray.get_actor('on_policy_actor_1')
-    old_pid = ray.get(actor.pid.remote())
-    os.kill(old_pid, signal.SIGKILL)
-    new_pid = None
-    while new_pid in (None, old_pid) and time.time() < deadline:
-      try:
-        new_pid = ray.get(actor.pid.remote(), timeout=10)
-      except (ray.exceptions.RayActorError,
-              ray.exceptions.GetTimeoutError):
-        time.sleep(0.5)
-    self.assertNotIn(new_pid, (None, old_pid), 'Ray did not restart it')
-    thread.join(timeout=_RAY_HANG_SECONDS)
-    self.assertFalse(thread.is_alive(), 'the run did not finish')
-    self.assertEqual(failures, [])
+    run.wait_for_checkpoint(root_dir, 96, deadline)
+    faults.kill_ray_actor('on_policy_actor_1', deadline)
+    results = run.finish(timeout_seconds=_RAY_HANG_SECONDS)
     self.assertGreaterEqual(results['EnvironmentSteps'], 400)
     self.assertEqual(results['AverageReturn'], 21.0)
     metrics = faults.final_metrics(os.path.join(root_dir, 'train'))

@@ -11,9 +11,7 @@ our progress lines.
 import glob
 import io
 import os
-import signal
 import tempfile
-import threading
 import time
 from unittest import mock
 
@@ -144,53 +142,16 @@ class RayLauncherTest(r2d2_tests._TestCase):  # pylint: disable=protected-access
         'r2d2.RayResources.replay_server_num_cpus = 0.5',
         'r2d2.RayResources.learner_num_cpus = 0.5',
         'r2d2.RayResources.actor_num_cpus = 0.5'])
-    results, errors = {}, []
-
-    def run():
-      try:
-        results.update(ray_launcher.train_eval(root_dir))
-      except Exception as e:  # pylint: disable=broad-except
-        errors.append(e)
-    thread = threading.Thread(target=run)
-    thread.start()
-
-    def end_the_run():
-      # A run still going (the test failed) ends before the cluster goes:
-      # Ray torn down under a live driver thread crashed the process later.
-      if thread.is_alive() and ray.is_initialized():
-        for name in ('r2d2_learner', 'r2d2_actor_0', 'r2d2_actor_1',
-                     'r2d2_replay_server'):
-          try:
-            ray.kill(ray.get_actor(name), no_restart=True)
-          except ValueError:  # not started, or gone
-            pass
-        thread.join(timeout=_HANG_SECONDS)
-      if ray.is_initialized():
-        ray.shutdown()
-    self.addCleanup(end_the_run)
+    run = faults.RunThread(lambda: ray_launcher.train_eval(root_dir))
+    self.addCleanup(faults.end_ray_run, run, [
+        'r2d2_learner', 'r2d2_actor_0', 'r2d2_actor_1',
+        'r2d2_replay_server'], _HANG_SECONDS)
     deadline = time.time() + _HANG_SECONDS
-    logs_dir = None
-    while faults.checkpoint_step(root_dir) < 150:
-      if logs_dir is None and ray.is_initialized():
-        # Where Ray keeps the workers' output (it outlives the cluster).
-        logs_dir = ray._private.worker._global_node.get_logs_dir_path()  # pylint: disable=protected-access
-      self.assertLess(time.time(), deadline, 'no learner checkpoint')
-      self.assertTrue(thread.is_alive(), errors)
-      time.sleep(0.5)
-    actor = ray.get_actor('r2d2_actor_1')
-    old_pid = ray.get(actor.pid.remote())
-    os.kill(old_pid, signal.SIGKILL)
-    new_pid = None
-    while new_pid in (None, old_pid) and time.time() < deadline:
-      try:
-        new_pid = ray.get(actor.pid.remote(), timeout=10)
-      except (ray.exceptions.RayActorError,
-              ray.exceptions.GetTimeoutError):
-        time.sleep(0.5)
-    self.assertNotIn(new_pid, (None, old_pid), 'Ray did not restart it')
-    thread.join(timeout=_HANG_SECONDS)
-    self.assertFalse(thread.is_alive(), 'the run did not finish')
-    self.assertEqual(errors, [])
+    run.wait_for_checkpoint(root_dir, 150, deadline)
+    # Where Ray keeps the workers' output (it outlives the cluster).
+    logs_dir = ray._private.worker._global_node.get_logs_dir_path()  # pylint: disable=protected-access
+    faults.kill_ray_actor('r2d2_actor_1', deadline)
+    results = run.finish(timeout_seconds=_HANG_SECONDS)
     self.assertGreaterEqual(results['EnvironmentSteps'], 900)
     self.assertEqual(results['AverageReturn'], 21.0)  # Counting-v0, 6 steps
     self.assertTrue(os.path.isdir(

@@ -153,16 +153,12 @@ class RolloutWriter:
 
   def write(self, experience, publication: int, train_step: int) -> None:
     """Inserts `experience` ([E, T] tensors); returns once it is stored."""
-    self._writer.append({
+    tables.insert_whole(self._writer, ROLLOUTS_TABLE, {
         'trajectory': tf.nest.map_structure(np.asarray, experience),
         'task': np.int64(self._task),
         'publication': np.int64(publication),
         'train_step': np.int64(train_step),
     })
-    self._writer.create_item(
-        ROLLOUTS_TABLE, 1.0,
-        tf.nest.map_structure(lambda column: column[-1],
-                              self._writer.history))
     self._writer.flush()
 
   def close(self, timeout_ms: int) -> None:

@@ -28,6 +28,7 @@ from tfa_explore.environments import run_context
 from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.process import retry
+from tfa_explore.replay import tables
 
 ACTOR_DIR = actor_pool.ACTOR_DIR
 ACTOR = 'Actor'
@@ -46,13 +47,10 @@ class _ProgressWriter:
 
   def report(self, env_steps, slot=-1, episode_return=0.0, episode_length=0,
              stopped=False):
-    self._writer.append(builder_lib.progress_report(
-        self._task, env_steps, slot, episode_return, episode_length,
-        stopped))
-    self._writer.create_item(
-        builder_lib.PROGRESS_TABLE, 1.0,
-        tf.nest.map_structure(lambda column: column[-1],
-                              self._writer.history))
+    tables.insert_whole(self._writer, builder_lib.PROGRESS_TABLE,
+                        builder_lib.progress_report(
+                            self._task, env_steps, slot, episode_return,
+                            episode_length, stopped))
 
   def close(self, timeout_ms: int) -> None:
     try:
