@@ -20,11 +20,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from absl.testing import absltest
 import gin
-import numpy as np
+import portpicker
 import pytest
 import reverb
 import tensorflow as tf
@@ -349,6 +350,44 @@ class OneMachineTest(_TestCase):
     self.assertGreaterEqual(results['EnvironmentSteps'], 400)
     metrics = faults.final_metrics(os.path.join(root_dir, 'train'))
     self.assertEqual(metrics['Actors/restarts'], 1.0)
+
+
+@pytest.mark.integration
+class ReplayServerRestartTest(_TestCase):
+
+  def test_a_restarted_server_loses_the_rollouts_in_flight_only(self):
+    setup = self.setup('NUM_ENV_STEPS = 300',
+                       'on_policy.Settings.checkpoint_interval = 64')
+    port = portpicker.pick_unused_port()
+    address = f'localhost:{port}'
+    servers = [builder.make_replay_server(setup, port)]
+    self.addCleanup(lambda: servers[-1].stop())
+    root_dir = os.path.join(self.get_temp_dir(), 'run')
+    stop_actors = threading.Event()
+    actors = [threading.Thread(
+        target=on_policy_distributed.ROLES.run_actor,
+        args=(setup, task, address, root_dir, stop_actors), daemon=True)
+              for task in range(2)]
+    for actor in actors:
+      actor.start()
+    self.addCleanup(stop_actors.set)
+    run = faults.RunThread(lambda: on_policy_distributed.ROLES.run_learner(
+        setup, address, root_dir))
+    run.wait_for_checkpoint(root_dir, 64, deadline=time.time() + 600)
+    with self.assertLogs(level='WARNING') as logs:
+      servers[-1].stop()
+      time.sleep(1.0)
+      servers.append(builder.make_replay_server(setup, port))
+      results = run.finish(timeout_seconds=600)
+    self.assertGreaterEqual(results['EnvironmentSteps'], 300)
+    # Reverb's client reconnects to the new server by itself, or the
+    # learner waits for it; either way it publishes its weights again.
+    self.assertTrue(any('publishes them again' in line or
+                        'answers again; the learner carries on' in line
+                        for line in logs.output), logs.output)
+    for actor in actors:
+      actor.join(timeout=60)
+      self.assertFalse(actor.is_alive())
 
 
 def _binary(name, *flags):

@@ -35,6 +35,7 @@ from tfa_explore.experiments.on_policy_distributed import builder
 from tfa_explore.process import retry
 from tfa_explore.process import run_lock
 from tfa_explore.process import stop_signals
+from tfa_explore.replay import tables
 from tfa_explore.utils import summaries
 
 REPLAY = 'Replay'
@@ -152,6 +153,13 @@ class Learner:
         return None
       if self._actors is not None:
         self._actors.check()
+      if not tables.table_sizes(self._client)[variables_lib.VARIABLES_TABLE]:
+        # A server restarted between two calls: Reverb's client reconnects
+        # without an error, and the new server has no weights, so no actor
+        # would collect. The rollouts in flight are gone with the old one.
+        logging.warning('The replay server holds no weights (restarted); '
+                        'the learner publishes them again.')
+        self.publish()
       if time.monotonic() - logged >= timeout:
         logging.info('No rollout for %.0f s from actors %s.',
                      time.monotonic() - start, list(self._reader.missing()))
