@@ -11,8 +11,10 @@ with 8-unit networks: 4 envs shared by 2 actors, rollouts of 8 steps.
   cannot share, a bad server address, a one-process experiment on the
   role binaries, a Ray cluster too small), naming their binding.
 * Integration: 2 actor threads train and resume; an actor process
-  SIGKILLed is restarted by the pool; the binaries' exit code 2; an actor
-  killed on a local Ray cluster is restarted by Ray and the run ends.
+  SIGKILLed is restarted by the pool; a replay server restarted mid-run;
+  the learner binary SIGKILLed and started again resumes; the binaries'
+  exit code 2; an actor killed on a local Ray cluster is restarted by Ray
+  and the run ends.
 """
 
 import multiprocessing
@@ -388,6 +390,44 @@ class ReplayServerRestartTest(_TestCase):
     for actor in actors:
       actor.join(timeout=60)
       self.assertFalse(actor.is_alive())
+
+
+@pytest.mark.integration
+class LearnerRestartTest(_TestCase):
+
+  def test_a_killed_learner_resumes_and_drops_rollouts_of_its_weights(self):
+    workdir = self.get_temp_dir()
+    gin_file = os.path.join(workdir, 'learner_restart.gin')
+    with open(gin_file, 'w') as f:
+      f.write(TINY_GIN + 'NUM_ENV_STEPS = 300\n'
+              'on_policy.Settings.checkpoint_interval = 64\n')
+    root_dir = os.path.join(workdir, 'run')
+    log_dir = os.path.join(workdir, 'logs')
+    os.makedirs(log_dir)
+    roles = faults.RoleProcesses(
+        gin_file, root_dir, os.path.join(workdir, 'replay_checkpoints'),
+        portpicker.pick_unused_port(), log_dir, num_actors=2)
+    self.addCleanup(roles.stop_all)
+    for role in ('replay_server', 'learner', 'actor_0', 'actor_1'):
+      roles.start(role)
+    deadline = time.time() + 600
+    while faults.checkpoint_step(root_dir) < 64:
+      self.assertLess(time.time(), deadline, roles.tails())
+      self.assertIsNone(roles.processes['learner'].poll(), roles.tails())
+      time.sleep(0.2)
+    roles.kill('learner')
+    roles.start('learner')
+    self.assertEqual(roles.processes['learner'].wait(timeout=600), 0,
+                     roles.tails())
+    for task in range(2):
+      self.assertEqual(roles.processes[f'actor_{task}'].wait(timeout=120),
+                       0, roles.tails())
+    self.assertIn('Resumed from checkpoint at env step', roles.log('learner'))
+    metrics = faults.final_metrics(os.path.join(root_dir, 'train'))
+    self.assertGreaterEqual(metrics['Metrics/EnvironmentSteps'], 300)
+    # Rollouts of the killed learner's last weights, if the actors wrote
+    # them, were dropped and counted by the new one.
+    self.assertIn('Replay/stale_rollouts', metrics)
 
 
 def _binary(name, *flags):

@@ -189,8 +189,10 @@ def final_metrics(summary_dir: str) -> Dict[str, float]:
   return {tag: value for tag, (_, value) in latest.items()}
 
 
-class _Roles:
-  """The processes of the run, their commands and logs."""
+class RoleProcesses:
+  """The role binaries of a run on loopback (replay server, learner,
+  `num_actors` actors), their commands and logs: `start(role)`,
+  `kill(role)`, `log(role)`, `stop_all()`."""
 
   def __init__(self, gin_file, root_dir, replay_dir, port, log_dir,
                num_actors):
@@ -273,7 +275,8 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
   replay_dir = os.path.join(workdir, 'replay_checkpoints')
   log_dir = os.path.join(workdir, 'logs')
   os.makedirs(log_dir, exist_ok=True)
-  roles = _Roles(gin_file, root_dir, replay_dir, port, log_dir, num_actors)
+  roles = RoleProcesses(gin_file, root_dir, replay_dir, port, log_dir,
+                        num_actors)
   start = time.monotonic()
   deadline = start + timeout_seconds
 
