@@ -121,6 +121,10 @@ def _run_actor(setup, task, replay_server, root_dir, stop_event,
   pushes_seen = None
   publication_collected = None
   rollouts = 0
+  # A server restarted within a call answers at once, and the call fails
+  # with an error of its own: such an error is taken for a restart once;
+  # the same error right after the new link is raised.
+  relinked = False
   try:
     while not stopping():
       try:
@@ -140,9 +144,15 @@ def _run_actor(setup, task, replay_server, root_dir, stop_event,
                           int(agent.train_step_counter.numpy()))
         publication_collected = publication
         rollouts += 1
+        relinked = False
       except Exception as e:  # pylint: disable=broad-except
-        if not server_wait.wait(e):  # raises unless the server was lost
+        if not relinked and not server_wait.is_server_fault(e):
+          logging.warning('Actor %d: a call to the replay server failed '
+                          '(%s); it starts a new link and new episodes.',
+                          task, type(e).__name__)
+        elif not server_wait.wait(e):  # raises unless the server was lost
           break
+        relinked = True
         link.close(timeout_ms=100)
         link = _ReplayLink(setup, replay_server, shared_state, task)
         # The rollout under way was lost: start new episodes.

@@ -153,7 +153,7 @@ class Learner:
         return None
       if self._actors is not None:
         self._actors.check()
-      if not tables.table_sizes(self._client)[variables_lib.VARIABLES_TABLE]:
+      if self._server_has_no_weights():
         # A server restarted between two calls: Reverb's client reconnects
         # without an error, and the new server has no weights, so no actor
         # would collect. The rollouts in flight are gone with the old one.
@@ -226,15 +226,35 @@ class Learner:
   def _with_server(self, step) -> None:
     """`step()`; a lost server is waited for (else the error is raised),
     then the weights are published again: a restarted server has none,
-    and the rollouts in flight are gone."""
+    and the rollouts in flight are gone.
+
+    A server restarted within a call answers at once, and the call fails
+    with an error of its own (a push: "Error when confirming that all
+    items written"): a server that answers without the weights is that
+    case, once; the same error again is raised.
+    """
+    restarted = False
     while True:
       try:
         step()
         return
       except Exception as e:  # pylint: disable=broad-except
-        if not self._server_wait.wait(e):
+        if (not restarted and not self._server_wait.is_server_fault(e) and
+            self._server_has_no_weights()):
+          restarted = True
+          logging.warning('The replay server restarted under a call (%s); '
+                          'the learner publishes its weights again.',
+                          type(e).__name__)
+        elif not self._server_wait.wait(e):
           return  # a stop signal
         step = self.publish
+
+  def _server_has_no_weights(self) -> bool:
+    try:
+      return not tables.table_sizes(
+          self._client)[variables_lib.VARIABLES_TABLE]
+    except Exception:  # pylint: disable=broad-except
+      return False
 
 
 def run_learner(setup, replay_server, root_dir, actors=None
