@@ -19,7 +19,8 @@ like train_eval's eval envs (seed + 1000003):
   shows whether a failing episode repeats one action and what the network
   thinks that is worth.
 
-benchmarks/results/r2d3_history.md uses it on the benchmark's seed 0.
+benchmarks/results/r2d3/history_2026-11-23_doorkey8x8.md uses it on the
+benchmark's seed 0.
 """
 
 import collections

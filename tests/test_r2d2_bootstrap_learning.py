@@ -10,7 +10,7 @@ treasure in at least 100 of them, as bsuite's own test asks of a size
 R2D2 (`gin/r2d2/bsuite_deep_sea.gin`), must not (its best run of sweep 3
 reached it in 0 of 1,000). Its runs at 1,000 episodes found the treasure
 first at episodes 314-403 and walked it every episode after
-(benchmarks/results/bsuite_history.md); the actor thread makes a run's
+(benchmarks/results/bsuite/, sweep 4); the actor thread makes a run's
 interleaving vary, hence the margin.
 """
 

@@ -12,7 +12,8 @@ feed-forward twin's (`lstm_size = None`, same budget) <= 0.75. The eval
 envs' cues are fixed by the seed (22 of the 40 are +1), and a memoryless
 policy gives one answer at the query, so the twin scores 0.55 or 0.45.
 Times and returns measured on a 2-core CPU are in
-benchmarks/results/r2d2_history.md ("Slow learning test on Recall-v0").
+benchmarks/results/r2d2/history_2026-11-23_stateless_cartpole.md ("Slow
+learning test on Recall-v0").
 """
 
 import os

@@ -122,7 +122,8 @@ class PickServerPortTest(absltest.TestCase):
 
 # Hang guards, not speed checks: on a machine loaded 10 deep the cluster
 # started its workers (each importing TensorFlow) two at a time, and the
-# replay server's alone took 9 minutes (test_suite_history.md).
+# replay server's alone took 9 minutes
+# (benchmarks/results/performance/history_2026-11-23_test_suite.md).
 _HANG_SECONDS = 1800
 
 

@@ -40,7 +40,8 @@ return reaches `success_min_return` into it (`replay.sequence_writer`);
 a share `success_ratio` of the demonstration side of each batch comes from
 it, with `is_demo` set, so the large-margin loss holds the agent's own
 successful actions as it does the demonstrated ones (self-imitation, Oh et
-al. 2018). Why: benchmarks/results/r2d3_history.md, "Why R2D3 falls back".
+al. 2018). Why: benchmarks/results/r2d3/history_2026-11-23_doorkey8x8.md,
+"Why R2D3 falls back".
 
 `r2d3_agent_fn` builds an `R2D3Agent` through `r2d2.r2d2_agent_fn`, so the
 network and every R2D2 hyperparameter are bound on `r2d2.r2d2_agent_fn`

@@ -183,8 +183,8 @@ class Learner:
     # iterator inside the graph: passing the nested batch in from Python
     # cost more CPU (packing it, then matching it to the traced
     # signature) than the step's ops, and a call per step costs the
-    # Python dispatch each time (benchmarks/results/performance_history.md,
-    # "R2D2's learner" and "R2D2's replay path").
+    # Python dispatch each time (benchmarks/results/performance/: "R2D2's
+    # learner" and "R2D2's replay path").
     self._train = common.function(self._train_steps, autograph=False)
     self._dataset = None
     self._iterator = None
