@@ -117,6 +117,12 @@ def _relative(path):
   return os.path.relpath(path, REPO_ROOT)
 
 
+@gin.configurable('undeclared_train_eval', module='test_gin_files')
+def _undeclared_train_eval(root_dir):
+  """A function no family declared an experiment (`declare_experiment`)."""
+  raise AssertionError(f'ran in {root_dir}')
+
+
 class GinFilesTest(parameterized.TestCase):
 
   def setUp(self):
@@ -305,6 +311,15 @@ class GinFilesTest(parameterized.TestCase):
     with self.assertRaisesRegex(errors.ConfigError,
                                 '(?s)not_imported.train_eval.*imports the module'):
       config.parse_gin([path], [])
+
+  def test_an_undeclared_experiment_is_refused_before_it_runs(self):
+    gin.parse_config([
+        'import tfa_explore.config.experiment',
+        'run_experiment.experiment = @test_gin_files.undeclared_train_eval'])
+    with self.assertRaisesRegex(errors.ConfigError,
+                                'undeclared_train_eval is no declared '
+                                'experiment'):
+      config.check_before_start()
 
   def test_checkout_is_a_shipped_root(self):
     self.assertEqual(config.gin_files.checkout_gin_root(), REPO_ROOT)
