@@ -39,7 +39,7 @@ from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import runner  # pylint: disable=unused-import
+from tfa_explore import config  # pylint: disable=unused-import
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 RUN_DIR = flags.DEFINE_string('run_dir', None, 'A train_eval root_dir.',

@@ -22,8 +22,8 @@ from absl.testing import absltest
 import gin
 import pytest
 
+from tfa_explore import config
 from tfa_explore.environments import bsuite_journal
-from tfa_explore.experiments import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPISODES = 800
@@ -33,7 +33,7 @@ def _good_episodes(gin_file):
   root_dir = tempfile.mkdtemp()
   try:
     gin.clear_config()
-    runner.run(root_dir, [os.path.join(REPO_ROOT, gin_file)], [
+    config.run(root_dir, [os.path.join(REPO_ROOT, gin_file)], [
         "BSUITE_ID = 'bsuite/deep_sea/0'", f'NUM_EPISODES = {EPISODES}',
         'r2d2.Settings.checkpoint_interval = 1000000000'])
     episodes = bsuite_journal.read_journals(root_dir)['deep_sea/0']

@@ -27,13 +27,13 @@ import gin
 import pytest
 import tensorflow as tf
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 
 RECALL_GIN = """
 import tfa_explore.agents.r2d2.config
 import tfa_explore.environments.suite_gymnasium
 import tfa_explore.experiments.r2d2
-import tfa_explore.experiments.runner
+import tfa_explore.config.experiment
 import tfa_explore.testing.fake_envs
 
 NUM_ENV_STEPS = 6000
@@ -86,7 +86,7 @@ def train(bindings):
   try:
     gin.clear_config()
     start = time.time()
-    result = runner.run(os.path.join(root_dir, 'run'), [gin_file], bindings)
+    result = config.run(os.path.join(root_dir, 'run'), [gin_file], bindings)
     return (float(result['AverageReturn']), int(result['EnvironmentSteps']),
             time.time() - start)
   finally:

@@ -20,8 +20,8 @@ from tfa_explore.process import console
 console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from tfa_explore import config
 from tfa_explore.experiments import r2d2
-from tfa_explore.experiments import runner
 
 _REPLAY_SERVER = flags.DEFINE_string(
     'replay_server', None, 'host:port of train/replay_server.py.',
@@ -29,8 +29,8 @@ _REPLAY_SERVER = flags.DEFINE_string(
 _ROOT_DIR = flags.DEFINE_string(
     'root_dir', None, 'Run directory: summaries, checkpoints, policies.',
     required=True)
-_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
-flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+_GIN_FILES, _GIN_BINDINGS = config.define_gin_flags()
+flags.adopt_module_key_flags(config.gin_files)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
 
 
@@ -44,4 +44,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(main, flags_parser=config.parse_flags)

@@ -24,9 +24,10 @@ from absl import logging
 import gin
 import reverb
 
-from tfa_explore import errors
+from tfa_explore.config import exits
+from tfa_explore.config import experiment as experiment_lib
+from tfa_explore.config import gin_files as gin_files_lib
 from tfa_explore.process import stop_signals
-from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import learner as learner_lib
@@ -258,7 +259,7 @@ def train_eval(root_dir: str,
 
 
 def check_before_start() -> None:
-  """Every value of the run checked before it starts (`runner.run` calls
+  """Every value of the run checked before it starts (`config.run` calls
   it before it writes anything): the settings, the replay strategy's
   checks of the env and its inputs, and the agent built on one env's
   specs, whose factories check their values and the sequence against the
@@ -269,7 +270,7 @@ def check_before_start() -> None:
   builder.make_agent()
 
 
-train_eval.check_before_start = check_before_start
+EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start)
 
 
 def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
@@ -279,17 +280,11 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
   A bad gin file, binding or setting prints one message and exits with
   code 2, like train/train_eval.py.
   """
-  try:
-    runner.parse_gin(gin_files, gin_bindings)
+  with exits.exit_codes():
+    gin_files_lib.parse_gin(gin_files, gin_bindings)
     settings = settings_lib.from_gin()
     # The first line within seconds: building the agent and reaching the
     # server take a while on a loaded machine.
     name = getattr(job, 'func', job).__name__.replace('_', ' ')
     logging.info('Starting: %s (gin: %s).', name, ' '.join(gin_files))
     return job(settings)
-  except errors.ConfigError as e:
-    runner.exit_with_config_error(e)
-  except stop_signals.RunStopped as e:
-    runner.exit_stopped(e)
-  except KeyboardInterrupt:
-    runner.exit_interrupted()
