@@ -15,7 +15,7 @@ if not ((3, 9) <= sys.version_info[:2] <= (3, 11)):
 def _gin_data_files():
   """gin/<agent>/<file>.gin -> <prefix>/share/tfa_explore/gin/<agent>/.
 
-  An installed package finds them there (`runner.resolve_gin_file`), so
+  An installed package finds them there (`config.resolve_gin_file`), so
   `--gin_file=gin/ppo/cartpole.gin` works outside a checkout too.
   """
   by_dir = collections.defaultdict(list)

@@ -9,7 +9,8 @@ sqrt(v_hat) that Adam divides by (median and 90th percentile over the
 variable's entries) and the share of entries where it is below Adam's
 epsilon, i.e. where epsilon, not the gradient scale, sets the step size
 (update = lr m_hat / (sqrt(v_hat) + epsilon)). Used in
-benchmarks/results/r2d2_history.md.
+benchmarks/results/r2d2/history_2026-11-23_stateless_cartpole.md and
+benchmarks/results/bsuite/history_2026-11-27_memory_len.md.
 """
 
 from absl import app

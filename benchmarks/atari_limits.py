@@ -78,9 +78,9 @@ def compute_limit(batch_size, repeats):
   from tfa_explore.environments import atari  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import ppo  # pylint: disable=g-import-not-at-top
   from tfa_explore.networks import shared_torso  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tfa_explore import config  # pylint: disable=g-import-not-at-top
 
-  runner.parse_gin([RND_GIN], [])
+  config.parse_gin([RND_GIN], [])
   environment = atari.load('ALE/MontezumaRevenge-v5', seed=0)
   agent = ppo.ppo_clip_agent(
       time_step_spec=tensor_spec.from_spec(environment.time_step_spec()),

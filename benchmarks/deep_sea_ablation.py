@@ -31,9 +31,9 @@ import gin
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(
     __file__))))
 # pylint: disable=g-import-not-at-top,wrong-import-position
+from tfa_explore import config
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.environments import bsuite as bsuite_env
-from tfa_explore.experiments import runner
 
 
 class _Stream:
@@ -96,9 +96,9 @@ def main(flag, argv):
       kwargs['rescale_values'] = False
       init(self, *args, **kwargs)
     r2d2_agent.R2D2Agent.__init__ = init_without_rescaling
-  runner.run(flag.root_dir.value, [flag.gin_file.value], bindings)
+  config.run(flag.root_dir.value, [flag.gin_file.value], bindings)
 
 
 if __name__ == '__main__':
   app.run(functools.partial(main, define_flags()),
-          flags_parser=runner.parse_flags)
+          flags_parser=config.parse_flags)

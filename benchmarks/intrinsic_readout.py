@@ -29,9 +29,9 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
+from tfa_explore import config
 from tfa_explore.environments import minigrid
 from tfa_explore.experiments import ppo
-from tfa_explore.experiments import runner
 
 ACTIONS = ('left', 'right', 'forward', 'pickup', 'drop', 'toggle', 'done')
 
@@ -119,7 +119,7 @@ def main():
                       'minibatches in the MiniGrid gin files)')
   args = parser.parse_args()
   tf.random.set_seed(args.seed)  # the collect policy's sampling
-  runner.parse_gin([args.gin_file], args.gin_bindings)
+  config.parse_gin([args.gin_file], args.gin_bindings)
   py_env = minigrid.load(seed=args.seed)
   env = tf_py_environment.TFPyEnvironment(py_env)
   agent, path, train_step = restore_agent(args.root_dir, env)

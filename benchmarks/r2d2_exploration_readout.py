@@ -19,7 +19,8 @@ episodes in which the agent carried a key and saw an open door, the two
 steps DoorKey asks for before its goal, and how often per episode it put
 a key down.
 
-hard_exploration_history.md uses it on the R2D2 + RND runs.
+benchmarks/results/hard_exploration/history_2026-11-25_r2d2_ngu_reward.md uses
+it on the R2D2 + RND runs.
 """
 
 import collections

@@ -19,7 +19,8 @@ like train_eval's eval envs (seed + 1000003):
   shows whether a failing episode repeats one action and what the network
   thinks that is worth.
 
-benchmarks/results/r2d3_history.md uses it on the benchmark's seed 0.
+benchmarks/results/r2d3/history_2026-11-23_doorkey8x8.md uses it on the
+benchmark's seed 0.
 """
 
 import collections
@@ -38,7 +39,7 @@ from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import runner  # pylint: disable=unused-import
+from tfa_explore import config  # pylint: disable=unused-import
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 
 RUN_DIR = flags.DEFINE_string('run_dir', None, 'A train_eval root_dir.',

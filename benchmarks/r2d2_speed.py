@@ -80,12 +80,12 @@ def measure_learner():
   import reverb  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfa_explore.agents.r2d2 import inputs as r2d2_inputs  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tfa_explore import config  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import builder as builder_lib  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import settings as settings_lib  # pylint: disable=g-import-not-at-top
   from tfa_explore.testing import r2d2 as r2d2_testing  # pylint: disable=g-import-not-at-top
 
-  runner.parse_gin([_GIN_FILE.value], [])
+  config.parse_gin([_GIN_FILE.value], [])
   settings = settings_lib.from_gin()
   agents = {}
   for label, (jit_compile, static_unroll) in _VARIANTS.items():

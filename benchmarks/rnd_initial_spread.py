@@ -11,7 +11,8 @@ frontier from the policy.
 
     python benchmarks/rnd_initial_spread.py --size=20 --output_dims=64,512,2048
 
-(benchmarks/results/bsuite_history.md, RND-PPO's third pass).
+(benchmarks/results/bsuite/history_2026-11-27_deep_sea_rnd_ppo_passes_3-4.md,
+RND-PPO's third pass).
 """
 
 import argparse

@@ -13,7 +13,7 @@ novelty contrast a policy can follow.
     python benchmarks/rnd_novelty_decay.py --learning_rate=1e-4 \
         --update_proportion=0.25
 
-(issue 40 in benchmarks/results/bsuite_history.md).
+(benchmarks/results/bsuite/history_2026-11-27_deep_sea_rnd_ppo_pass_1.md).
 """
 
 import argparse

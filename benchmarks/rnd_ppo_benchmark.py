@@ -10,7 +10,7 @@ re-reads the logs.
 
     .venv/bin/python benchmarks/rnd_ppo_benchmark.py \\
         --output_dir=runs/rnd_ppo_benchmark \\
-        --png=benchmarks/results/rnd_ppo_learning_curves.png
+        --png=benchmarks/results/rnd_ppo/rnd_ppo_learning_curves.png
 
 Read from the logs (x-axis env steps):
 * train/Metrics/TerminatedEpisodes: episodes ended by termination (the

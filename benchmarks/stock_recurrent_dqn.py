@@ -70,11 +70,11 @@ def main(argv):
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import evaluation  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tfa_explore import config  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import settings as settings_lib  # pylint: disable=g-import-not-at-top
 
   run_kit.set_tf_threads(_TF_THREADS.value)
-  runner.parse_gin([_GIN_FILE.value], _GIN_BINDINGS.value)
+  config.parse_gin([_GIN_FILE.value], _GIN_BINDINGS.value)
   settings = settings_lib.from_gin()
 
   sequence = stock_agents.agent_setting('sequence_config')

@@ -89,10 +89,10 @@ def child_steady(loop, gin_file, warmup, iterations, gin_bindings=(),
   from tfa_explore.environments import batched  # pylint: disable=g-import-not-at-top
   from tfa_explore.agents import RndPPOAgent  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tfa_explore import config  # pylint: disable=g-import-not-at-top
   from tf_agents.utils import common as tfa_common  # pylint: disable=g-import-not-at-top
 
-  runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], list(gin_bindings))
+  config.parse_gin([os.path.join(REPO_ROOT, gin_file)], list(gin_bindings))
 
   env_loader = _setting('env_loader').scoped_configurable_fn
   agent_fn = _setting('agent_fn').scoped_configurable_fn
@@ -229,9 +229,9 @@ def child_components(gin_file, repeats):
   from tfa_explore.experiments import on_policy  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import evaluation  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tfa_explore import config  # pylint: disable=g-import-not-at-top
 
-  runner.parse_gin([os.path.join(REPO_ROOT, gin_file)], [])
+  config.parse_gin([os.path.join(REPO_ROOT, gin_file)], [])
   run_kit.set_tf_threads(_setting('tf_threads'))
   env_loader = _setting('env_loader').scoped_configurable_fn
   agent_fn = _setting('agent_fn').scoped_configurable_fn

@@ -177,10 +177,10 @@ def summary_rows(results):
 
 def run_all(opts, runs, output_dir):
   """Runs each (seed, agent) of `runs` not run before, one at a time."""
-  from tfa_explore.experiments import runner  # pylint: disable=g-import-not-at-top
+  from tfa_explore import config  # pylint: disable=g-import-not-at-top
   gin_file = (os.path.abspath(opts.gin_file) if os.path.exists(opts.gin_file)
               else opts.gin_file)
-  runner.parse_gin([gin_file], opts.gin_bindings)
+  config.parse_gin([gin_file], opts.gin_bindings)
   num_env_steps = (opts.num_env_steps or
                    common.gin_value('r2d2.Settings.num_env_steps'))
   print(f'{opts.gin_file}: greedy evals of '

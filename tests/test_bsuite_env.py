@@ -21,13 +21,13 @@ import pytest
 import tensorflow as tf
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore import config
 from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import bsuite as bsuite_env
 from tfa_explore.environments import bsuite_journal
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import r2d2
-from tfa_explore.experiments import runner
 import test_bsuite_sweep  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -335,7 +335,7 @@ class RunTest(_TestCase):
     with open(gin_file, 'w') as f:
       f.write(test_bsuite_sweep.TINY_PPO_GIN)
     # 3 evaluation episodes, so that journaling them would show.
-    runner.run(root_dir, [gin_file], [
+    config.run(root_dir, [gin_file], [
         'NUM_EPISODES = 7', 'on_policy.Settings.num_eval_episodes = 3'])
     # 2 envs x 10 steps per iteration: one episode per env per iteration,
     # so the run stops after the 4th iteration (8 episodes >= 7).
@@ -353,7 +353,7 @@ class RunTest(_TestCase):
     # bsuite's own budget for deep_sea, shrunk from 10,000 to a test's.
     with mock.patch.object(deep_sea_sweep, 'NUM_EPISODES', 6), \
         self.assertLogs('absl', level='INFO') as logs:
-      runner.run(root_dir, [gin_file],
+      config.run(root_dir, [gin_file],
                  ['on_policy.Settings.log_interval = 20'])
     lines = [record.getMessage() for record in logs.records]
     self.assertIn("Budget: 6 episodes, bsuite/deep_sea/0's own (bind "
@@ -374,7 +374,7 @@ class RunTest(_TestCase):
   def test_r2d2_run_logs_its_actors_episodes_not_its_evals(self):
     root_dir = os.path.join(self.get_temp_dir(), 'r2d2')
     gin_file = os.path.join(REPO_ROOT, 'gin', 'r2d2', 'bsuite_deep_sea.gin')
-    runner.parse_gin([gin_file], [
+    config.parse_gin([gin_file], [
         'NUM_EPISODES = 30', 'r2d2.Settings.min_size_to_sample = 4',
         'r2d2.Settings.batch_size = 4', 'r2d2.Settings.samples_per_insert = 2.0',
         'r2d2.r2d2_agent_fn.lstm_size = 8', 'r2d2.r2d2_agent_fn.jit_compile = False',

@@ -36,7 +36,7 @@ import gin.tf.external_configurables
 import tfa_explore.environments.bsuite
 import tfa_explore.experiments.on_policy
 import tfa_explore.experiments.ppo
-import tfa_explore.experiments.runner
+import tfa_explore.config.experiment
 
 BSUITE_ID = 'bsuite/deep_sea/0'
 NUM_EPISODES = 10000

@@ -193,7 +193,7 @@ class StopLineTest(absltest.TestCase):
   def test_a_stop_through_gin_configurables_is_one_line(self):
     # pylint: disable=g-import-not-at-top
     import gin
-    from tfa_explore.experiments import runner
+    from tfa_explore import config
     from tfa_explore.process import stop_signals
     # pylint: enable=g-import-not-at-top
 
@@ -207,7 +207,7 @@ class StopLineTest(absltest.TestCase):
     self.assertIn('In call to configurable', str(raised.exception))
     with self.assertLogs('absl', level='WARNING') as logs, \
         self.assertRaises(SystemExit) as exited:
-      runner.exit_stopped(raised.exception)
+      config.exits.exit_stopped(raised.exception)
     self.assertEqual(exited.exception.code, 130)
     (record,) = logs.records
     self.assertEqual(

@@ -1,9 +1,10 @@
 """The user's pages and gin files keep the shape WORKSPACE.md gives them.
 
-docs/*.md and README.md are what a user reads: no commit hashes and no
-issue numbers (the measured history with both lives in
-benchmarks/results/). Every gin line fits in 100 characters. Plain text
-checks, no TensorFlow: this runs in well under a second.
+docs/*.md and README.md are what a user reads, and the comments of the gin
+files are the record of a run: no commit hashes and no issue numbers in
+either (the measured history with both lives in benchmarks/results/).
+Every gin line fits in 100 characters. Plain text checks, no TensorFlow:
+this runs in well under a second.
 """
 
 import glob
@@ -41,6 +42,29 @@ def _lab_notebook_marks(text):
           for start, found in matches]
 
 
+def _gin_comments(text):
+  """text with everything but gin comments blanked, line for line.
+
+  A comment starts at a `#` outside a quoted string and runs to the end of
+  its line; blanked lines keep their place, so line numbers still match.
+  """
+  comments = []
+  for line in text.split('\n'):
+    quote = None
+    comment = ''
+    for index, char in enumerate(line):
+      if quote:
+        if char == quote:
+          quote = None
+      elif char in '\'"':
+        quote = char
+      elif char == '#':
+        comment = line[index:]
+        break
+    comments.append(comment)
+  return '\n'.join(comments)
+
+
 def _read(path):
   with open(path, encoding='utf-8') as f:
     return f.read()
@@ -69,7 +93,7 @@ class UserPagesTest(absltest.TestCase):
         ['3c06df7', 'issue 31', 'Issue 13', 'issue #5', '#5', '#17'])
 
 
-class GinLinesTest(absltest.TestCase):
+class GinFilesTest(absltest.TestCase):
 
   def test_gin_files_exist(self):
     self.assertNotEmpty(GIN_FILES)
@@ -84,6 +108,27 @@ class GinLinesTest(absltest.TestCase):
                      '(one short "paper: X" or "ours: why" comment per '
                      'value; a longer reason goes on the agent\'s docs '
                      'page):\n' + '\n'.join(long_lines))
+
+  def test_no_commit_hashes_or_issue_numbers_in_comments(self):
+    found = []
+    for path in GIN_FILES:
+      for line, mark in _lab_notebook_marks(_gin_comments(_read(path))):
+        found.append(f'{_relative(path)}:{line}: {mark}')
+    self.assertEmpty(found, 'A gin comment gives the unit and source of a '
+                     'value ("paper: X", "ours: why"); the trials, with their '
+                     'commits and issues, belong in benchmarks/results/:\n' +
+                     '\n'.join(found))
+
+  def test_only_comments_are_read(self):
+    text = ("BSUITE_ID = 'bsuite/#17'  # issue 31\n"
+            "x = 1234567\n"
+            "# at commit 3c06df7\n"
+            'y = "a # b"  # #5')
+    self.assertEqual(_gin_comments(text).split('\n'),
+                     ['# issue 31', '', '# at commit 3c06df7', '# #5'])
+    self.assertEqual(
+        _lab_notebook_marks(_gin_comments(text)),
+        [(1, 'issue 31'), (3, '3c06df7'), (4, '#5')])
 
 
 if __name__ == '__main__':

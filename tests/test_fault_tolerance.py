@@ -20,8 +20,8 @@ import pytest
 import reverb
 import tensorflow as tf
 
+from tfa_explore import config
 from tfa_explore.experiments import r2d2
-from tfa_explore.experiments import runner
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.process import retry
 from tfa_explore.testing import faults
@@ -159,7 +159,7 @@ class SingleMachineActorRestartTest(r2d2_tests._TestCase):  # pylint: disable=pr
 
   def test_killed_actor_process_is_restarted_and_counted(self):
     root_dir = os.path.join(self.get_temp_dir(), 'run')
-    runner.parse_gin([self.gin_file], [
+    config.parse_gin([self.gin_file], [
         "r2d2.Settings.actor_mode = 'process'", 'NUM_ENV_STEPS = 1200',
         'r2d2.Settings.checkpoint_interval = 200'])
     run = faults.RunThread(lambda: r2d2.train_eval(root_dir=root_dir))

@@ -21,7 +21,8 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
+from tfa_explore import errors
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
@@ -77,7 +78,7 @@ BINDING_LINE = re.compile(r'^([A-Za-z_][\w.]*)\.(\w+)\s*=')
 def _bindings(path):
   """{(scope, selector, parameter): repr(value)} of one parsed gin file."""
   gin.clear_config()
-  runner.parse_gin([path], [])
+  config.parse_gin([path], [])
   bindings = {}
   # pylint: disable=protected-access
   for (scope, selector), parameters in gin.config._CONFIG.items():
@@ -127,6 +128,12 @@ def differing_bindings(rnd_path, ppo_path):
 
 def _relative(path):
   return os.path.relpath(path, REPO_ROOT)
+
+
+@gin.configurable('undeclared_train_eval', module='test_gin_files')
+def _undeclared_train_eval(root_dir):
+  """A function no family declared an experiment (`declare_experiment`)."""
+  raise AssertionError(f'ran in {root_dir}')
 
 
 class GinFilesTest(parameterized.TestCase):
@@ -304,15 +311,15 @@ class GinFilesTest(parameterized.TestCase):
     os.makedirs(user)
     with open(os.path.join(user, 'mine.gin'), 'w') as f:
       f.write("include 'gin/shipped/base.gin'\nMINE = 4\n")
-    with mock.patch.object(runner, 'checkout_gin_root', lambda: None), \
-        mock.patch.object(runner, 'installed_gin_root', lambda: installed):
+    with mock.patch.object(config.gin_files, 'checkout_gin_root', lambda: None), \
+        mock.patch.object(config.gin_files, 'installed_gin_root', lambda: installed):
       previous = os.getcwd()
       os.chdir(user)
       try:
-        self.assertEqual(runner.resolve_gin_file('gin/shipped/base.gin'),
+        self.assertEqual(config.resolve_gin_file('gin/shipped/base.gin'),
                          os.path.join(installed, 'gin', 'shipped',
                                       'base.gin'))
-        runner.parse_gin(['mine.gin'], [])
+        config.parse_gin(['mine.gin'], [])
       finally:
         os.chdir(previous)
     self.assertEqual(gin.query_parameter('%SHIPPED'), 3)
@@ -323,15 +330,24 @@ class GinFilesTest(parameterized.TestCase):
     self.addCleanup(shutil.rmtree, temp_dir, ignore_errors=True)
     path = os.path.join(temp_dir, 'mine.gin')
     with open(path, 'w') as f:
-      f.write('import tfa_explore.experiments.runner\n'
+      f.write('import tfa_explore.config.experiment\n'
               'run_experiment.experiment = @not_imported.train_eval\n')
-    with self.assertRaisesRegex(runner.ConfigError,
+    with self.assertRaisesRegex(errors.ConfigError,
                                 '(?s)not_imported.train_eval.*imports the module'):
-      runner.parse_gin([path], [])
+      config.parse_gin([path], [])
+
+  def test_an_undeclared_experiment_is_refused_before_it_runs(self):
+    gin.parse_config([
+        'import tfa_explore.config.experiment',
+        'run_experiment.experiment = @test_gin_files.undeclared_train_eval'])
+    with self.assertRaisesRegex(errors.ConfigError,
+                                'undeclared_train_eval is no declared '
+                                'experiment'):
+      config.check_before_start()
 
   def test_checkout_is_a_shipped_root(self):
-    self.assertEqual(runner.checkout_gin_root(), REPO_ROOT)
-    self.assertEqual(runner.shipped_gin_roots()[0], REPO_ROOT)
+    self.assertEqual(config.gin_files.checkout_gin_root(), REPO_ROOT)
+    self.assertEqual(config.shipped_gin_roots()[0], REPO_ROOT)
 
   @parameterized.named_parameters(
       (_relative(path).replace('/', '_').replace('.', '_'), path)
@@ -339,17 +355,17 @@ class GinFilesTest(parameterized.TestCase):
   def test_parses_and_builds(self, path):
     # Overriding the macros must work for every file (the documented way to
     # shorten a run).
-    runner.parse_gin([path], ['NUM_ENV_STEPS = 1234', 'SEED = 7'])
+    config.parse_gin([path], ['NUM_ENV_STEPS = 1234', 'SEED = 7'])
     self.assertEqual(gin.query_parameter('%NUM_ENV_STEPS'), 1234)
     self.assertEqual(gin.query_parameter('%SEED'), 7)
 
     # A macro reference prints as %NAME.
-    self.assertEqual(repr(runner.experiment_setting('num_env_steps')),
+    self.assertEqual(repr(config.experiment_setting('num_env_steps')),
                      '%NUM_ENV_STEPS')
-    self.assertEqual(repr(runner.experiment_setting('seed')), '%SEED')
+    self.assertEqual(repr(config.experiment_setting('seed')), '%SEED')
 
-    env_loader = runner.experiment_setting('env_loader').scoped_configurable_fn
-    agent_fn = runner.experiment_setting('agent_fn').scoped_configurable_fn
+    env_loader = config.experiment_setting('env_loader').scoped_configurable_fn
+    agent_fn = config.experiment_setting('agent_fn').scoped_configurable_fn
     env = tf_py_environment.TFPyEnvironment(env_loader(seed=0))
     try:
       agent = agent_fn(

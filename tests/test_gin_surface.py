@@ -23,7 +23,7 @@ import gin
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
@@ -80,9 +80,9 @@ def _passed_by_callers(module_prefix='tfa_explore.'):
 
 def _build(path):
   """What a run builds from the gin file before training starts."""
-  runner.parse_gin([path], [])
-  env_loader = runner.experiment_setting('env_loader').scoped_configurable_fn
-  agent_fn = runner.experiment_setting('agent_fn').scoped_configurable_fn
+  config.parse_gin([path], [])
+  env_loader = config.experiment_setting('env_loader').scoped_configurable_fn
+  agent_fn = config.experiment_setting('agent_fn').scoped_configurable_fn
   env = tf_py_environment.TFPyEnvironment(env_loader(seed=0))
   try:
     agent_fn(time_step_spec=env.time_step_spec(),

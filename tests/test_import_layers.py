@@ -10,6 +10,9 @@
   module.
 * `process/` (console, run lock, stop signals, retries) imports no agent,
   experiment or environment: the loops stand on it, not it on them.
+* `config/` (gin files, bound-value checks, the experiment contract, exit
+  codes) imports no agent, experiment or environment either: the loops
+  declare their experiments to it.
 * Every shipped gin file imports the modules its configurables come from
   (itself or through its includes): the binaries register none.
 
@@ -159,14 +162,15 @@ class ImportLayersTest(parameterized.TestCase):
         [os.path.join(REPO_ROOT, directory) for directory in GENERIC_DIRS],
         is_suite))
 
-  def test_process_plumbing_imports_no_agent_experiment_or_env(self):
-    def above_process(name):
+  @parameterized.parameters('process', 'config')
+  def test_plumbing_imports_no_agent_experiment_or_env(self, package):
+    def above_plumbing(name):
       return any(name == top or name.startswith(top + '.') for top in (
           'tfa_explore.agents', 'tfa_explore.experiments',
           'tfa_explore.environments', 'tfa_explore.networks',
           'tfa_explore.replay'))
     self.assertEmpty(imports_under(
-        [os.path.join(REPO_ROOT, 'tfa_explore', 'process')], above_process))
+        [os.path.join(REPO_ROOT, 'tfa_explore', package)], above_plumbing))
 
   def test_the_suite_check_sees_a_suite_import(self):
     names = imported_modules(

@@ -32,11 +32,11 @@ import reverb
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
+from tfa_explore import config
 from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.experiments import on_policy
 from tfa_explore.experiments import on_policy_distributed
-from tfa_explore.experiments import runner
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.distributed import variables as variables_lib
@@ -57,7 +57,7 @@ import tfa_explore.experiments.intrinsic
 import tfa_explore.experiments.on_policy
 import tfa_explore.experiments.on_policy_distributed
 import tfa_explore.experiments.ppo
-import tfa_explore.experiments.runner
+import tfa_explore.config.experiment
 import tfa_explore.networks.rnd_networks
 import tfa_explore.testing.fake_envs
 
@@ -129,7 +129,7 @@ class _TestCase(tf.test.TestCase):
       f.write(TINY_GIN)
 
   def setup(self, *bindings) -> settings_lib.Setup:
-    runner.parse_gin([self.gin_file], list(bindings))
+    config.parse_gin([self.gin_file], list(bindings))
     return settings_lib.from_gin()
 
   def server(self, setup, agent):
@@ -163,7 +163,7 @@ class SettingsTest(_TestCase):
   def test_refused_before_root_dir_is_touched(self):
     root_dir = os.path.join(self.get_temp_dir(), 'never_written')
     with self.assertRaisesRegex(errors.ConfigError, 'cannot share evenly'):
-      runner.run(root_dir, [self.gin_file],
+      config.run(root_dir, [self.gin_file],
                  ['on_policy.Distributed.num_actors = 3'])
     self.assertFalse(os.path.exists(root_dir))
 
@@ -194,11 +194,11 @@ class RoleBinariesInputTest(_TestCase):
     launch.check_server_address('10.0.0.1:8000')
 
   def test_the_bound_experiment_gives_the_roles(self):
-    runner.parse_gin([self.gin_file], [])
+    config.parse_gin([self.gin_file], [])
     self.assertEqual(launch.bound_roles().name, 'on_policy')
 
   def test_a_one_process_experiment_is_refused(self):
-    runner.parse_gin([self.gin_file],
+    config.parse_gin([self.gin_file],
                      ['run_experiment.experiment = @on_policy.train_eval'])
     with self.assertRaisesRegex(
         errors.ConfigError,
@@ -312,7 +312,7 @@ class OneMachineTest(_TestCase):
 
   def test_two_actor_threads_train_and_the_run_resumes(self):
     root_dir = os.path.join(self.get_temp_dir(), 'run')
-    first = runner.run(root_dir, [self.gin_file], [])
+    first = config.run(root_dir, [self.gin_file], [])
     # 4 envs x 8 steps per batch, the reset steps after episode ends not
     # counted: the run stops at the first batch past 96 env steps.
     self.assertGreaterEqual(first['EnvironmentSteps'], 96)
@@ -328,7 +328,7 @@ class OneMachineTest(_TestCase):
                                                'greedy_policy')))
 
     gin.clear_config()
-    second = runner.run(root_dir, [self.gin_file], ['NUM_ENV_STEPS = 160'])
+    second = config.run(root_dir, [self.gin_file], ['NUM_ENV_STEPS = 160'])
     self.assertGreaterEqual(second['EnvironmentSteps'], 160)
     steps = [step for step, _ in
              r2d2_tests.read_events(os.path.join(root_dir, 'train'))[
@@ -338,7 +338,7 @@ class OneMachineTest(_TestCase):
 
   def test_a_killed_actor_process_is_restarted_and_the_run_ends(self):
     root_dir = os.path.join(self.get_temp_dir(), 'run')
-    runner.parse_gin([self.gin_file], [
+    config.parse_gin([self.gin_file], [
         "on_policy.Distributed.actor_mode = 'process'",
         'NUM_ENV_STEPS = 400', 'on_policy.Settings.checkpoint_interval = 96'])
     run = faults.RunThread(lambda: on_policy_distributed.distributed_train_eval(
@@ -462,7 +462,7 @@ class RayTest(_TestCase):
   def test_an_actor_killed_on_ray_is_restarted_and_the_run_ends(self):
     from tfa_explore.experiments.distributed import ray_launch  # pylint: disable=g-import-not-at-top
     root_dir = os.path.join(self.get_temp_dir(), 'ray_run')
-    runner.parse_gin([self.gin_file], [
+    config.parse_gin([self.gin_file], [
         'NUM_ENV_STEPS = 400', 'on_policy.Settings.checkpoint_interval = 96',
         'on_policy.RayResources.replay_server_num_cpus = 0.5',
         'on_policy.RayResources.learner_num_cpus = 0.5',

@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image
 import pytest
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 from tfa_explore.utils import video
 import test_console  # pylint: disable=g-bad-import-order
 
@@ -31,7 +31,7 @@ class PlayPolicyTest(absltest.TestCase):
     cls.root_dir = tempfile.mkdtemp(prefix='tfa_explore_video_')
     gin.clear_config()
     # A short in-process run is enough: the video only needs a policy.
-    runner.run(cls.root_dir, [CARTPOLE_GIN], [
+    config.run(cls.root_dir, [CARTPOLE_GIN], [
         'NUM_ENV_STEPS = 128',
         'on_policy.Settings.num_envs = 2',
         'on_policy.Settings.rollout_length = 64',

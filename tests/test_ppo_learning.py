@@ -18,7 +18,7 @@ import gin
 import pytest
 import tensorflow as tf
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CARTPOLE_GIN = os.path.join(REPO_ROOT, 'gin', 'ppo', 'cartpole.gin')
@@ -49,7 +49,7 @@ class PpoCartPoleLearningTest(absltest.TestCase):
     self.addCleanup(gin.clear_config)
     start = time.time()
     # The gin file's NUM_ENV_STEPS is the budget; only SEED is pinned here.
-    result = runner.run(root_dir, [CARTPOLE_GIN], ['SEED = 0'])
+    result = config.run(root_dir, [CARTPOLE_GIN], ['SEED = 0'])
     seconds = time.time() - start
     message = (f'PPO CartPole: final greedy return {result["AverageReturn"]}'
                f' after {result["EnvironmentSteps"]} env steps in '

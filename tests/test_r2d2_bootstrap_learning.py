@@ -10,7 +10,7 @@ treasure in at least 100 of them, as bsuite's own test asks of a size
 R2D2 (`gin/r2d2/bsuite_deep_sea.gin`), must not (its best run of sweep 3
 reached it in 0 of 1,000). Its runs at 1,000 episodes found the treasure
 first at episodes 314-403 and walked it every episode after
-(benchmarks/results/bsuite_history.md); the actor thread makes a run's
+(benchmarks/results/bsuite/, sweep 4); the actor thread makes a run's
 interleaving vary, hence the margin.
 """
 
@@ -22,8 +22,8 @@ from absl.testing import absltest
 import gin
 import pytest
 
+from tfa_explore import config
 from tfa_explore.environments import bsuite_journal
-from tfa_explore.experiments import runner
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPISODES = 800
@@ -33,7 +33,7 @@ def _good_episodes(gin_file):
   root_dir = tempfile.mkdtemp()
   try:
     gin.clear_config()
-    runner.run(root_dir, [os.path.join(REPO_ROOT, gin_file)], [
+    config.run(root_dir, [os.path.join(REPO_ROOT, gin_file)], [
         "BSUITE_ID = 'bsuite/deep_sea/0'", f'NUM_EPISODES = {EPISODES}',
         'r2d2.Settings.checkpoint_interval = 1000000000'])
     episodes = bsuite_journal.read_journals(root_dir)['deep_sea/0']

@@ -26,9 +26,9 @@ from tf_agents.specs import array_spec
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore import config
 from tfa_explore import errors
 from tfa_explore.experiments import r2d2
-from tfa_explore.experiments import runner
 import test_console  # pylint: disable=g-bad-import-order
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,7 +37,7 @@ TINY_GIN = """
 import tfa_explore.agents.r2d2.config
 import tfa_explore.environments.suite_gymnasium
 import tfa_explore.experiments.r2d2
-import tfa_explore.experiments.runner
+import tfa_explore.config.experiment
 import tfa_explore.testing.fake_envs
 
 NUM_ENV_STEPS = 120
@@ -132,7 +132,7 @@ class _TestCase(tf.test.TestCase):
       f.write(TINY_GIN)
 
   def settings(self, *bindings):
-    runner.parse_gin([self.gin_file], list(bindings))
+    config.parse_gin([self.gin_file], list(bindings))
     return r2d2.Settings()
 
 
@@ -141,7 +141,7 @@ class SingleMachineTest(_TestCase):
 
   def test_train_eval_trains_evaluates_checkpoints_and_resumes(self):
     root_dir = os.path.join(self.get_temp_dir(), 'run')
-    runner.parse_gin([self.gin_file], [])
+    config.parse_gin([self.gin_file], [])
     result = r2d2.train_eval(root_dir=root_dir)
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
     # Counting-v0: reward t at step t, 6 steps -> 0 + 1 + ... + 5 + 6 = 21.
@@ -188,7 +188,7 @@ class SingleMachineTest(_TestCase):
     # A rerun of the finished run returns its final eval and writes no
     # second point at the same env step.
     gin.clear_config()
-    runner.parse_gin([self.gin_file], [])
+    config.parse_gin([self.gin_file], [])
     self.assertEqual(r2d2.train_eval(root_dir=root_dir), result)
     self.assertEqual(read_events(os.path.join(root_dir, 'eval')).keys(),
                      evals.keys())
@@ -199,7 +199,7 @@ class SingleMachineTest(_TestCase):
 
     # Resume with a larger budget: the counters continue.
     gin.clear_config()
-    runner.parse_gin([self.gin_file], ['NUM_ENV_STEPS = 200'])
+    config.parse_gin([self.gin_file], ['NUM_ENV_STEPS = 200'])
     result = r2d2.train_eval(root_dir=root_dir)
     self.assertGreaterEqual(result['EnvironmentSteps'], 200)
     latest = tf.train.get_checkpoint_state(
@@ -231,7 +231,7 @@ class SingleMachineTest(_TestCase):
 
   def test_feed_forward_baseline_runs(self):
     root_dir = os.path.join(self.get_temp_dir(), 'ff')
-    runner.parse_gin([self.gin_file],
+    config.parse_gin([self.gin_file],
                      ['r2d2.r2d2_agent_fn.lstm_size = None',
                       "r2d2.Settings.actor_mode = 'thread'"])
     result = r2d2.train_eval(root_dir=root_dir)
@@ -240,7 +240,7 @@ class SingleMachineTest(_TestCase):
 
   def test_batched_actors_report_every_epsilon_slot(self):
     root_dir = os.path.join(self.get_temp_dir(), 'batched')
-    runner.parse_gin([self.gin_file],
+    config.parse_gin([self.gin_file],
                      ['r2d2.Settings.envs_per_actor = 3',
                       'r2d2.Settings.summary_interval = 1'])
     result = r2d2.train_eval(root_dir=root_dir)
@@ -337,7 +337,7 @@ class ErrorsTest(_TestCase):
     env.close()
     continuous = array_spec.BoundedArraySpec((1,), np.float32, -1.0, 1.0)
     with self.assertRaisesRegex(
-        runner.ConfigError,
+        errors.ConfigError,
         r"r2d2.Settings.env_loader: R2D2 needs a discrete action space .*"
         r"'Pendulum-v1' has action spec BoundedArraySpec\(shape=\(1,\), "
         r"dtype=dtype\('float32'\)"):
@@ -376,7 +376,7 @@ class ErrorsTest(_TestCase):
         specs = dict(time_step_spec=env.time_step_spec(),
                      action_spec=env.action_spec())
         env.close()
-        with self.assertRaises(runner.ConfigError) as raised:
+        with self.assertRaises(errors.ConfigError) as raised:
           settings.agent_fn(train_step_counter=counter, **specs)
         self.assertEqual(errors.user_message(raised.exception), message)
 
@@ -412,7 +412,7 @@ class ErrorsTest(_TestCase):
           self.assertIsNotNone(settings.agent_fn(
               train_step_counter=counter, **specs).exploration.reward)
           continue
-        with self.assertRaises(runner.ConfigError) as raised:
+        with self.assertRaises(errors.ConfigError) as raised:
           settings.agent_fn(train_step_counter=counter, **specs)
         # The binaries print this one line and exit with code 2.
         message = errors.user_message(raised.exception)
@@ -443,16 +443,16 @@ class ErrorsTest(_TestCase):
       with self.subTest(binding):
         gin.clear_config()
         root_dir = os.path.join(self.get_temp_dir(), 'refused')
-        with self.assertRaises(runner.ConfigError) as raised:
-          runner.run(root_dir, [self.gin_file], [binding])
+        with self.assertRaises(errors.ConfigError) as raised:
+          config.run(root_dir, [self.gin_file], [binding])
         self.assertStartsWith(errors.user_message(raised.exception),
                               message)
         self.assertFalse(os.path.exists(root_dir))
     # A limit that holds the sequence is accepted.
     gin.clear_config()
-    runner.parse_gin([self.gin_file],
+    config.parse_gin([self.gin_file],
                      ['suite_gymnasium.load.max_episode_steps = 6'])
-    r2d2.train_eval.check_before_start()
+    config.check_before_start()
 
   def test_task_out_of_range(self):
     with self.assertRaisesRegex(ValueError, 'task must be in'):

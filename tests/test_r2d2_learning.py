@@ -12,7 +12,8 @@ feed-forward twin's (`lstm_size = None`, same budget) <= 0.75. The eval
 envs' cues are fixed by the seed (22 of the 40 are +1), and a memoryless
 policy gives one answer at the query, so the twin scores 0.55 or 0.45.
 Times and returns measured on a 2-core CPU are in
-benchmarks/results/r2d2_history.md ("Slow learning test on Recall-v0").
+benchmarks/results/r2d2/history_2026-11-23_stateless_cartpole.md ("Slow
+learning test on Recall-v0").
 """
 
 import os
@@ -26,13 +27,13 @@ import gin
 import pytest
 import tensorflow as tf
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 
 RECALL_GIN = """
 import tfa_explore.agents.r2d2.config
 import tfa_explore.environments.suite_gymnasium
 import tfa_explore.experiments.r2d2
-import tfa_explore.experiments.runner
+import tfa_explore.config.experiment
 import tfa_explore.testing.fake_envs
 
 NUM_ENV_STEPS = 6000
@@ -85,7 +86,7 @@ def train(bindings):
   try:
     gin.clear_config()
     start = time.time()
-    result = runner.run(os.path.join(root_dir, 'run'), [gin_file], bindings)
+    result = config.run(os.path.join(root_dir, 'run'), [gin_file], bindings)
     return (float(result['AverageReturn']), int(result['EnvironmentSteps']),
             time.time() - start)
   finally:

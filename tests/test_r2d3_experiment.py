@@ -24,11 +24,12 @@ import tensorflow as tf
 import test_r2d2_experiment as r2d2_test  # pylint: disable=g-bad-import-order
 from tfa_explore.testing import r2d3 as support  # pylint: disable=g-bad-import-order
 
+from tfa_explore import config
+from tfa_explore import errors
 from tfa_explore.agents.r2d3 import agent as r2d3_agent
+from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import r2d3
-from tfa_explore.experiments import evaluation
-from tfa_explore.experiments import runner
 from tfa_explore.replay import demonstrations
 from tfa_explore.replay import mixed_dataset
 from tfa_explore.testing import fake_envs
@@ -81,7 +82,7 @@ class _TestCase(r2d2_test._TestCase):  # pylint: disable=protected-access
 
   def r2d3_settings(self, *bindings):
     gin.clear_config()
-    runner.parse_gin([self.r2d3_gin_file], list(bindings))
+    config.parse_gin([self.r2d3_gin_file], list(bindings))
     return r2d2.Settings()
 
   def expected_demo_sequences(self, settings):
@@ -166,7 +167,7 @@ class SingleMachineTest(_TestCase):
 
     # Resume with a larger budget: no pre-training again.
     gin.clear_config()
-    runner.parse_gin([self.r2d3_gin_file], ['NUM_ENV_STEPS = 200'])
+    config.parse_gin([self.r2d3_gin_file], ['NUM_ENV_STEPS = 200'])
     pretrain_calls.clear()
     with mock.patch.object(r2d3_agent, 'pretrain', recording_pretrain):
       result = r2d2.train_eval(root_dir=root_dir)
@@ -180,7 +181,7 @@ class SingleMachineTest(_TestCase):
 
   def test_r2d2_without_demonstrations_is_unchanged(self):
     # The twin's server has R2D2's three tables only.
-    runner.parse_gin([self.gin_file], [])
+    config.parse_gin([self.gin_file], [])
     settings = r2d2.Settings()
     self.assertIsInstance(settings.replay, r2d2.AgentReplay)
     self.assertIsNone(settings.eval_success_threshold)
@@ -364,8 +365,8 @@ class ErrorsTest(_TestCase):
 
   def assert_config_error(self, regex, *bindings):
     gin.clear_config()
-    runner.parse_gin([self.r2d3_gin_file], list(bindings))
-    with self.assertRaisesRegex(runner.ConfigError, regex):
+    config.parse_gin([self.r2d3_gin_file], list(bindings))
+    with self.assertRaisesRegex(errors.ConfigError, regex):
       r2d2.train_eval(root_dir=os.path.join(self.get_temp_dir(), 'bad'))
 
   def test_missing_demo_file_names_the_parameter_and_file(self):
@@ -408,13 +409,13 @@ class ErrorsTest(_TestCase):
     settings = self.r2d3_settings()
     env = settings.env_loader(seed=0)
     self.addCleanup(env.close)
-    with self.assertRaisesRegex(runner.ConfigError, expected):
+    with self.assertRaisesRegex(errors.ConfigError, expected):
       settings.replay.check(env.time_step_spec(), env.action_spec(),
                                   env.env_id)
     # ...so a run stops before its server, actors and learner start (the
     # first of them would create root_dir).
     root_dir = os.path.join(self.get_temp_dir(), 'damaged')
-    with self.assertRaisesRegex(runner.ConfigError, expected):
+    with self.assertRaisesRegex(errors.ConfigError, expected):
       r2d2.train_eval(root_dir=root_dir)
     self.assertFalse(os.path.exists(root_dir))
 
@@ -437,7 +438,7 @@ class ErrorsTest(_TestCase):
     server = r2d2.make_replay_server(settings)
     self.addCleanup(server.stop)
     _, agent = r2d2.Builder(settings).make_agent()
-    with self.assertRaisesRegex(runner.ConfigError,
+    with self.assertRaisesRegex(errors.ConfigError,
                                 'table_capacity = 2; raise it to at least'):
       settings.replay.fill_table(
           reverb.Client(f'localhost:{server.port}'), agent)
@@ -450,7 +451,7 @@ class ErrorsTest(_TestCase):
     self.addCleanup(server.stop)
     _, agent = r2d2.Builder(settings).make_agent()
     with self.assertRaisesRegex(
-        runner.ConfigError,
+        errors.ConfigError,
         'success_table_capacity = 2; raise it to at least'):
       settings.replay.fill_table(
           reverb.Client(f'localhost:{server.port}'), agent)
@@ -469,14 +470,14 @@ class ErrorsTest(_TestCase):
     settings = self.r2d3_settings(
         'r2d2.Settings.agent_fn = @r2d2.r2d2_agent_fn')
     # Every role that builds the agent refuses it, the server first.
-    with self.assertRaisesRegex(runner.ConfigError, 'needs an R2D3Agent'):
+    with self.assertRaisesRegex(errors.ConfigError, 'needs an R2D3Agent'):
       r2d2.make_replay_server(settings)
-    with self.assertRaisesRegex(runner.ConfigError, 'needs an R2D3Agent'):
+    with self.assertRaisesRegex(errors.ConfigError, 'needs an R2D3Agent'):
       r2d2.run_learner(settings, 'localhost:1',
                        os.path.join(self.get_temp_dir(), 'learner'))
 
   def test_learner_refuses_a_server_without_the_demo_table(self):
-    runner.parse_gin([self.gin_file], [])
+    config.parse_gin([self.gin_file], [])
     r2d2_server = r2d2.make_replay_server(
         r2d2.Settings())
     self.addCleanup(r2d2_server.stop)

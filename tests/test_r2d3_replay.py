@@ -9,6 +9,7 @@ from tfa_explore.agents.r2d3 import agent as r2d3_agent
 from tfa_explore.replay import demonstrations
 from tfa_explore.replay import mixed_dataset
 from tfa_explore.replay import sequence_writer
+from tfa_explore.replay import success_copies
 from tfa_explore.replay import tables
 from tfa_explore.testing import r2d3 as support
 
@@ -241,9 +242,12 @@ class SuccessCopyTest(support.TestCase):
         port=portpicker.pick_unused_port())
     self.addCleanup(server.stop)
     client = reverb.Client(f'localhost:{server.port}')
+    copies = success_copies.SuccessCopies(
+        client, SUCCESS, agent.sequence_config, min_return=8.0,
+        collect_data_spec=agent.collect_data_spec)
     observer = sequence_writer.R2D2SequenceObserver(
         client, AGENT, agent.sequence_config, agent.collect_data_spec,
-        default_priority=2.5, success_table=SUCCESS, success_min_return=8.0)
+        default_priority=2.5, listener=copies)
     # Counting episodes return n (n + 1) / 2: 6, 10, 6, 10 (threshold 8).
     short, _ = support.counting_episodes(1, episode_length=3)
     long, _ = support.counting_episodes(1, episode_length=4)
@@ -251,7 +255,7 @@ class SuccessCopyTest(support.TestCase):
     per_long = demonstrations.count_sequences(long, agent)
     per_short = demonstrations.count_sequences(short, agent)
     self.assertEqual(observer.num_items_written, 2 * (per_long + per_short))
-    self.assertEqual(observer.num_success_items_written, 2 * per_long)
+    self.assertEqual(copies.num_items_written, 2 * per_long)
     agent_items = _table_items(client, AGENT)
     success_items = _table_items(client, SUCCESS)
     self.assertLen(success_items, 2 * per_long)
@@ -277,14 +281,15 @@ class SuccessCopyTest(support.TestCase):
         port=portpicker.pick_unused_port())
     self.addCleanup(server.stop)
     client = _AppendCountingClient(reverb.Client(f'localhost:{server.port}'))
-    observer = sequence_writer.R2D2SequenceObserver(
-        client, AGENT, config, success_table=SUCCESS, success_min_return=0.0)
+    copies = success_copies.SuccessCopies(client, SUCCESS, config,
+                                          min_return=0.0)
+    observer = sequence_writer.R2D2SequenceObserver(client, AGENT, config,
+                                                    listener=copies)
     episodes, _ = support.counting_episodes(2, episode_length=9)
     _observe(observer, episodes, agent)
     agent_appends, success_appends = client.appends
     self.assertGreater(observer.num_items_written, 2 * 2)
-    self.assertEqual(observer.num_success_items_written,
-                     observer.num_items_written)
+    self.assertEqual(copies.num_items_written, observer.num_items_written)
     self.assertEqual(success_appends, agent_appends)
     self.assertEqual(sorted(_table_items(client, SUCCESS).values()),
                      sorted(_table_items(client, AGENT).values()))
@@ -299,9 +304,10 @@ class SuccessCopyTest(support.TestCase):
         port=portpicker.pick_unused_port())
     self.addCleanup(server.stop)
     client = reverb.Client(f'localhost:{server.port}')
+    copies = success_copies.SuccessCopies(
+        client, SUCCESS, agent.sequence_config, min_return=0.0)
     observer = sequence_writer.R2D2SequenceObserver(
-        client, AGENT, agent.sequence_config, success_table=SUCCESS,
-        success_min_return=0.0)
+        client, AGENT, agent.sequence_config, listener=copies)
     episode, _ = support.counting_episodes(1, episode_length=8)
     trajectories = list(demonstrations.episode_trajectories(
         episode[0], agent.collect_data_spec))
@@ -310,23 +316,9 @@ class SuccessCopyTest(support.TestCase):
     observer.reset()
     observer.flush()
     self.assertGreater(observer.num_items_written, 0)
-    self.assertEqual(observer.num_success_items_written, 0)
+    self.assertEqual(copies.num_items_written, 0)
     self.assertEqual(client.server_info()[SUCCESS].current_size, 0)
     observer.close()
-
-  def test_table_and_threshold_go_together(self):
-    agent = support.make_agent()
-    with self.assertRaisesRegex(ValueError, 'success_min_return'):
-      sequence_writer.R2D2SequenceObserver(
-          mock_client(), AGENT, agent.sequence_config, success_table=SUCCESS)
-
-
-def mock_client():
-  class _Client:
-    def trajectory_writer(self, num_keep_alive_refs):
-      del num_keep_alive_refs
-      return None
-  return _Client()
 
 
 if __name__ == '__main__':

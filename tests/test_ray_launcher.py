@@ -22,8 +22,8 @@ from ray._private import worker as ray_worker  # how the driver prints
 
 from absl.testing import absltest
 
+from tfa_explore import config
 from tfa_explore import errors
-from tfa_explore.experiments import runner
 from tfa_explore.experiments.distributed import ray_launch
 from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.r2d2 import ray_launcher
@@ -127,7 +127,8 @@ class PickServerPortTest(absltest.TestCase):
 
 # Hang guards, not speed checks: on a machine loaded 10 deep the cluster
 # started its workers (each importing TensorFlow) two at a time, and the
-# replay server's alone took 9 minutes (test_suite_history.md).
+# replay server's alone took 9 minutes
+# (benchmarks/results/performance/history_2026-11-23_test_suite.md).
 _HANG_SECONDS = 1800
 
 
@@ -137,7 +138,7 @@ class RayLauncherTest(r2d2_tests._TestCase):  # pylint: disable=protected-access
 
   def test_run_with_a_killed_actor_restarted_by_ray(self):
     root_dir = os.path.join(self.get_temp_dir(), 'ray_run')
-    runner.parse_gin([self.gin_file], [
+    config.parse_gin([self.gin_file], [
         'NUM_ENV_STEPS = 900', 'r2d2.Settings.checkpoint_interval = 150',
         'r2d2.RayResources.replay_server_num_cpus = 0.5',
         'r2d2.RayResources.learner_num_cpus = 0.5',

@@ -20,7 +20,9 @@ from tfa_explore.agents.r2d2 import config as r2d2_config
 from tfa_explore.agents.r2d2 import learning
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
+from tfa_explore.replay import sequence_storage
 from tfa_explore.replay import sequence_writer
+from tfa_explore.replay import success_copies
 from tfa_explore.replay import tables
 from tfa_explore.testing import r2d2 as support
 
@@ -170,7 +172,7 @@ class BatchedSequenceWriterTest(_ReverbTestCase):
     self._check_same_items(storage=None)
 
   def test_sequence_copies_store_the_same_items_with_one_writer(self):
-    client = self._check_same_items(storage=sequence_writer.SequenceCopies())
+    client = self._check_same_items(storage=sequence_storage.SequenceCopies())
     # One writer for the three envs: one insert stream, not one per env.
     self.assertEqual(client.num_writers, 1 + 3)  # + the per-env observers
 
@@ -277,7 +279,7 @@ class CloseTest(support.TestCase):
     client = _SlowClosingClient(close_seconds=0.0)
     writer = sequence_writer.BatchedSequenceWriter(
         client, TABLE, support.SMALL_CONFIG, num_envs=4,
-        storage=sequence_writer.SequenceCopies())
+        storage=sequence_storage.SequenceCopies())
     writer.close(timeout_ms=250)
     self.assertLen(client.end_episode_timeouts, 1)
     self.assertEqual(client.num_closed, 1)
@@ -358,9 +360,9 @@ class SignatureTest(_ReverbTestCase):
                            ('successes', other.collect_data_spec))])
     with self.assertRaisesRegex(ValueError,
                                 "'successes'.*network_state.*\\[7, 4\\]"):
-      sequence_writer.R2D2SequenceObserver(
-          client, TABLE, agent.sequence_config, agent.collect_data_spec,
-          success_table='successes', success_min_return=1.0)
+      success_copies.SuccessCopies(
+          client, 'successes', agent.sequence_config, min_return=1.0,
+          collect_data_spec=agent.collect_data_spec)
 
   def test_other_sequence_length_is_named(self):
     agent = support.make_agent()

@@ -28,7 +28,7 @@ import gin
 import pytest
 import tensorflow as tf
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOUNTAINCAR_GIN = os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', 'mountaincar.gin')
@@ -55,7 +55,7 @@ class _LearningTest(absltest.TestCase):
     """Trains with deterministic ops in a temporary root; returns its logs.
 
     Returns:
-      `(result of runner.run, seconds, root_dir)`.
+      `(result of config.run, seconds, root_dir)`.
     """
     tf.config.experimental.enable_op_determinism()
     root_dir = tempfile.mkdtemp(prefix='tfa_explore_rnd_ppo_learning_')
@@ -63,7 +63,7 @@ class _LearningTest(absltest.TestCase):
     gin.clear_config()
     self.addCleanup(gin.clear_config)
     start = time.time()
-    result = runner.run(root_dir, [gin_file], bindings)
+    result = config.run(root_dir, [gin_file], bindings)
     return result, time.time() - start, root_dir
 
 

@@ -26,11 +26,11 @@ import tensorflow as tf
 from tf_agents.environments import tf_py_environment
 from tf_agents.specs import tensor_spec
 
+from tfa_explore import config
 from tfa_explore import errors
-from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import evaluation
+from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import runner
 import test_r2d2_experiment
 import test_run_lock
 import test_train_eval
@@ -119,10 +119,10 @@ class OnPolicyResumeTest(_TestCase):
 
   def test_adam_slots_and_iterations_survive_a_resume(self):
     root_dir = os.path.join(self.get_temp_dir(), 'ppo')
-    runner.run(root_dir, [CARTPOLE_GIN], SMALL_PPO)
+    config.run(root_dir, [CARTPOLE_GIN], SMALL_PPO)
     # 64 env steps = 2 iterations of 2 epochs.
-    agent_fn = runner.experiment_setting('agent_fn').scoped_configurable_fn
-    env_loader = runner.experiment_setting('env_loader').scoped_configurable_fn
+    agent_fn = config.experiment_setting('agent_fn').scoped_configurable_fn
+    env_loader = config.experiment_setting('env_loader').scoped_configurable_fn
     env = tf_py_environment.TFPyEnvironment(env_loader(seed=0))
     agent = agent_fn(time_step_spec=env.time_step_spec(),
                      action_spec=env.action_spec(),
@@ -141,7 +141,7 @@ class OnPolicyResumeTest(_TestCase):
 
     # The loop itself resumes and keeps counting Adam's steps.
     gin.clear_config()
-    runner.run(root_dir, [CARTPOLE_GIN],
+    config.run(root_dir, [CARTPOLE_GIN],
                SMALL_PPO + ('NUM_ENV_STEPS = 128',))
     resumed_train_steps, resumed_iterations = latest_counters(root_dir)
     self.assertGreater(resumed_train_steps, train_steps)
@@ -156,7 +156,7 @@ class R2D2ResumeTest(_TestCase):
     with open(gin_file, 'w') as f:
       f.write(test_r2d2_experiment.TINY_GIN)
     root_dir = os.path.join(self.get_temp_dir(), 'r2d2')
-    runner.parse_gin([gin_file], ['r2d2.Settings.num_actors = 1'])
+    config.parse_gin([gin_file], ['r2d2.Settings.num_actors = 1'])
     settings = r2d2.Settings()
     r2d2.train_eval(root_dir, settings)
     train_steps, iterations = latest_counters(root_dir)
@@ -316,7 +316,7 @@ class RerunTest(_TestCase):
 
   def run_ppo(self, root_dir, *bindings):
     gin.clear_config()
-    return runner.run(root_dir, [CARTPOLE_GIN], SMALL_PPO + bindings)
+    return config.run(root_dir, [CARTPOLE_GIN], SMALL_PPO + bindings)
 
   def test_a_rerun_returns_the_final_eval_and_writes_none(self):
     root_dir = os.path.join(self.get_temp_dir(), 'rerun')
@@ -371,7 +371,7 @@ class EvaluatorTest(_TestCase):
     gin_file = os.path.join(self.get_temp_dir(), 'tiny_r2d2.gin')
     with open(gin_file, 'w') as f:
       f.write(test_r2d2_experiment.TINY_GIN)
-    runner.parse_gin([gin_file], [])
+    config.parse_gin([gin_file], [])
     settings = r2d2.Settings()
     _, agent = r2d2.Builder(settings).make_agent()
     evaluator = evaluation.Evaluator(agent.policy, settings.env_loader,

@@ -15,12 +15,12 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import common
 
+from tfa_explore import config
 from tfa_explore import errors
 from tfa_explore import networks
 from tfa_explore.agents.rnd_ppo import maths
 from tfa_explore.experiments import intrinsic
 from tfa_explore.experiments import ppo
-from tfa_explore.experiments import runner
 from tfa_explore.networks import shared_torso
 from tfa_explore.testing import fake_envs
 
@@ -242,7 +242,7 @@ class MontezumaAgentTest(tf.test.TestCase):
     # (with both gin files, shared torso or not).
     gin.clear_config()
     self.addCleanup(gin.clear_config)
-    runner.parse_gin([os.path.join(REPO_ROOT, 'gin/ppo/montezuma.gin')], [])
+    config.parse_gin([os.path.join(REPO_ROOT, 'gin/ppo/montezuma.gin')], [])
     tf.random.set_seed(0)
     env = tf_py_environment.TFPyEnvironment(
         batched_py_environment.BatchedPyEnvironment(

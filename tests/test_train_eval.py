@@ -29,9 +29,10 @@ import tensorflow_probability  # pylint: disable=unused-import
 
 from tf_agents.trajectories import time_step as ts
 
+from tfa_explore import config
+from tfa_explore import errors
 from tfa_explore.agents import RndPPOAgent
 from tfa_explore.experiments import ppo
-from tfa_explore.experiments import runner
 from tfa_explore.testing import processes
 from tfa_explore.utils import files
 import test_run_lock  # pylint: disable=g-bad-import-order
@@ -408,7 +409,7 @@ class HooksTest(TestCase):
 
   def run_in_process(self, root_dir, num_env_steps):
     gin.clear_config()
-    return runner.run(root_dir, [CARTPOLE_GIN], [
+    return config.run(root_dir, [CARTPOLE_GIN], [
         f'NUM_ENV_STEPS = {num_env_steps}',
         'on_policy.Settings.agent_fn = @test_train_eval.marker_agent',
         'on_policy.Settings.pre_training_fn = '
@@ -482,16 +483,16 @@ def numeric_bindings(gin_file):
   """[(binding name, value)] of every number `gin_file` binds, macros
   resolved, as a user would rebind them."""
   gin.clear_config()
-  runner.parse_gin([gin_file], [])
+  config.parse_gin([gin_file], [])
   found = []
   # pylint: disable=protected-access
   for (scope, selector), parameters in gin.config._CONFIG.items():
     if selector == 'gin.macro':
       continue
     configurable = gin.config._REGISTRY.get_match(selector)
-    name = runner._binding_name(scope, configurable, selector)
+    name = config.bound_values._binding_name(scope, configurable, selector)
     for parameter, value in parameters.items():
-      value = runner._macro_value(value)
+      value = config.bound_values._macro_value(value)
       if isinstance(value, (int, float)) and not isinstance(value, bool):
         found.append((f'{name}.{parameter}', value))
   # pylint: enable=protected-access
@@ -502,7 +503,7 @@ def numeric_bindings(gin_file):
 class BoundValueTypeTest(parameterized.TestCase):
   """Every number the shipped files of the three families bind is checked
   at parsing: a string or a non-finite float in its place is refused by
-  name (`runner.check_bound_values`), in every binary, before anything is
+  name (`config.check_bound_values`), in every binary, before anything is
   built. Parsing only: milliseconds a case."""
 
   def tearDown(self):
@@ -522,8 +523,8 @@ class BoundValueTypeTest(parameterized.TestCase):
                          ('-1e999', '-inf')):
         with self.subTest(binding=name, value=bad):
           gin.clear_config()
-          with self.assertRaises(runner.ConfigError) as raised:
-            runner.parse_gin([gin_file], [f'{name} = {bad}'])
+          with self.assertRaises(errors.ConfigError) as raised:
+            config.parse_gin([gin_file], [f'{name} = {bad}'])
           message = str(raised.exception)
           self.assertStartsWith(message, f'{name} must be ')
           self.assertIn(f'got {shown}', message)
@@ -533,7 +534,7 @@ class BoundValueTypeTest(parameterized.TestCase):
                               recursive=True):
       with self.subTest(gin_file=gin_file):
         gin.clear_config()
-        runner.parse_gin([gin_file], [])
+        config.parse_gin([gin_file], [])
 
 
 @pytest.mark.integration

@@ -25,7 +25,7 @@ from tfa_explore.process import console
 console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from tfa_explore.experiments import runner
+from tfa_explore import config
 from tfa_explore.experiments.distributed import launch
 
 _TASK = flags.DEFINE_integer('task', None, 'Actor index in [0, num_actors).',
@@ -39,8 +39,8 @@ _INCARNATION = flags.DEFINE_integer(
     'incarnation', 0,
     'How many times this task was restarted; seeds its envs anew, so a '
     'restarted actor does not replay its predecessor\'s episodes.')
-_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
-flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+_GIN_FILES, _GIN_BINDINGS = config.define_gin_flags()
+flags.adopt_module_key_flags(config.gin_files)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
 
 
@@ -60,4 +60,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(main, flags_parser=config.parse_flags)

@@ -22,10 +22,9 @@ or a policy exported by train_eval (`<root_dir>/policies/greedy_policy`):
   demonstrations.saved_policy.policy_dir = 'runs/r2d2/policies/greedy_policy'
 
 The file is written atomically (see `tfa_explore.replay.demonstrations`).
-A bad gin file or binding exits with code 2 and gin's message.
+A bad gin file, binding or value exits with code 2 and one `ERROR:` line.
 """
 
-import sys
 
 from absl import app
 from absl import flags
@@ -36,39 +35,30 @@ from tfa_explore.process import console
 console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from tfa_explore import errors
-from tfa_explore.experiments import runner
+from tfa_explore import config
 from tfa_explore.replay import demonstrations
 
 _OUTPUT = flags.DEFINE_string('output', None, 'Demonstration file to write.',
                               required=True)
 _NUM_EPISODES = flags.DEFINE_integer('num_episodes', None,
                                      'Episodes to record.', required=True)
-_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
-flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+_GIN_FILES, _GIN_BINDINGS = config.define_gin_flags()
+flags.adopt_module_key_flags(config.gin_files)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
-  try:
-    runner.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
-  except runner.ConfigError as error:
-    print(f'Configuration error: {error}', file=sys.stderr)
-    sys.exit(runner.CONFIG_ERROR_EXIT_CODE)
-  try:
-    returns = demonstrations.collect(_OUTPUT.value, _NUM_EPISODES.value)
-  except RuntimeError as error:
-    # Gin reports a missing REQUIRED binding only when the function runs.
-    if not errors.is_missing_binding(error):
-      raise
-    print(f'Configuration error: {error}', file=sys.stderr)
-    sys.exit(runner.CONFIG_ERROR_EXIT_CODE)
+  with config.exit_codes():
+    config.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
+    with config.gin_files.missing_binding_as_config_error(
+        _GIN_FILES.value, _GIN_BINDINGS.value):
+      returns = demonstrations.collect(_OUTPUT.value, _NUM_EPISODES.value)
   logging.info('Wrote %d episodes to %s; mean return %.4f (min %.4f).',
                len(returns), _OUTPUT.value, sum(returns) / len(returns),
                min(returns))
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(main, flags_parser=config.parse_flags)

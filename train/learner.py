@@ -21,7 +21,7 @@ from tfa_explore.process import console
 console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from tfa_explore.experiments import runner
+from tfa_explore import config
 from tfa_explore.experiments.distributed import launch
 
 _REPLAY_SERVER = flags.DEFINE_string(
@@ -30,8 +30,8 @@ _REPLAY_SERVER = flags.DEFINE_string(
 _ROOT_DIR = flags.DEFINE_string(
     'root_dir', None, 'Run directory: summaries, checkpoints, policies.',
     required=True)
-_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
-flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+_GIN_FILES, _GIN_BINDINGS = config.define_gin_flags()
+flags.adopt_module_key_flags(config.gin_files)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
 
 
@@ -46,4 +46,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(main, flags_parser=config.parse_flags)

@@ -48,8 +48,8 @@ from typing import List, Optional
 import gin
 import tensorflow as tf
 
+from tfa_explore import config
 from tfa_explore.experiments import run_kit
-from tfa_explore.experiments import runner
 from tfa_explore.utils import files
 from tfa_explore.utils import video
 
@@ -98,7 +98,7 @@ def load_env_loader(directory: str):
   # skip_unknown: the operative config also lists TF-Agents internals that
   # need not be registered to rebuild the env.
   gin.parse_config_file(config_path, skip_unknown=True)
-  return runner.experiment_setting('env_loader').scoped_configurable_fn
+  return config.experiment_setting('env_loader').scoped_configurable_fn
 
 
 def play(policy_dir: str, num_episodes: int, seed: int,
@@ -162,4 +162,4 @@ def main(argv):
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(main, flags_parser=config.parse_flags)

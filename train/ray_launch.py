@@ -26,8 +26,7 @@ from tfa_explore.process import console
 console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
-from tfa_explore import errors
-from tfa_explore.experiments import runner
+from tfa_explore import config
 from tfa_explore.experiments.distributed import ray_launch
 
 _ROOT_DIR = flags.DEFINE_string(
@@ -35,23 +34,21 @@ _ROOT_DIR = flags.DEFINE_string(
 _RAY_ADDRESS = flags.DEFINE_string(
     'ray_address', None,
     "Ray cluster to join ('auto', 'ray://host:10001'); unset: a local one.")
-_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
-flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+_GIN_FILES, _GIN_BINDINGS = config.define_gin_flags()
+flags.adopt_module_key_flags(config.gin_files)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
-  try:
+  with config.exit_codes():
     logging.info('Starting: the roles on Ray (gin: %s).',
                  ' '.join(_GIN_FILES.value))
-    runner.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
+    config.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
     ray_launch.train_eval(_ROOT_DIR.value, _RAY_ADDRESS.value,
                           verbose=console.verbose_requested(sys.argv))
-  except errors.ConfigError as e:
-    runner.exit_with_config_error(e)
 
 
 if __name__ == '__main__':
-  app.run(main, flags_parser=runner.parse_flags)
+  app.run(main, flags_parser=config.parse_flags)

@@ -21,23 +21,24 @@ console.configure(__name__)  # before TensorFlow loads: see console
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from tf_agents.system import system_multiprocessing
 
-from tfa_explore.experiments import runner
+from tfa_explore import config
 
 _ROOT_DIR = flags.DEFINE_string(
     'root_dir', None, 'Run directory: summaries, checkpoints, policies.',
     required=True)
-_GIN_FILES, _GIN_BINDINGS = runner.define_gin_flags()
-flags.adopt_module_key_flags(runner)  # --help lists the gin flags
+_GIN_FILES, _GIN_BINDINGS = config.define_gin_flags()
+flags.adopt_module_key_flags(config.gin_files)  # --help lists the gin flags
 flags.adopt_module_key_flags(console)  # and --verbose
 
 
 def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
-  runner.main_or_exit(_ROOT_DIR.value, _GIN_FILES.value, _GIN_BINDINGS.value)
+  with config.exit_codes():
+    config.run(_ROOT_DIR.value, _GIN_FILES.value, _GIN_BINDINGS.value)
 
 
 if __name__ == '__main__':
   # Parallel envs run in subprocesses that need the parsed gin config;
   # TF-Agents' handle_main (which also runs absl's app.run) carries it over.
-  system_multiprocessing.handle_main(main, flags_parser=runner.parse_flags)
+  system_multiprocessing.handle_main(main, flags_parser=config.parse_flags)

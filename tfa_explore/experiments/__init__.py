@@ -1,1 +1,1 @@
-"""Gin-configurable experiment loops and the runner the binaries share."""
+"""Gin-configurable experiment loops: the run kit, one package per family."""

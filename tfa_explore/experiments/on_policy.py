@@ -30,6 +30,7 @@ from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
 from tfa_explore import errors
+from tfa_explore.config import experiment as experiment_lib
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
 from tfa_explore.environments import run_context
@@ -321,7 +322,7 @@ def make_agent(settings: Settings, time_step_spec, action_spec, train_step):
 def check_before_start() -> None:
   """Every value of the run checked before it starts.
 
-  The runner calls it before it writes anything (`runner.run`): the
+  `config.run` calls it before it writes anything: the
   settings, then one env (built outside the run, so it keeps no journal)
   and the agent built on its specs, whose factories check their values.
   Building the agent twice costs a second or two; a bad value found by
@@ -344,7 +345,7 @@ def check_before_start() -> None:
              tf.Variable(0, dtype=tf.int64, name='train_step'))
 
 
-train_eval.check_before_start = check_before_start
+EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start)
 
 
 class RolloutCollector:

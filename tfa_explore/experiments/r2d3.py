@@ -36,11 +36,12 @@ paper, which samples demonstrations and the agent's own replay only): the
 server gets a second demonstration-side table, `SUCCESS_TABLE` (FIFO, so
 the newest successes replace the oldest), which the learner seeds with the
 demonstrations; every actor environment copies each of its episodes whose
-return reaches `success_min_return` into it (`replay.sequence_writer`);
+return reaches `success_min_return` into it (`replay.success_copies`);
 a share `success_ratio` of the demonstration side of each batch comes from
 it, with `is_demo` set, so the large-margin loss holds the agent's own
 successful actions as it does the demonstrated ones (self-imitation, Oh et
-al. 2018). Why: benchmarks/results/r2d3_history.md, "Why R2D3 falls back".
+al. 2018). Why: benchmarks/results/r2d3/history_2026-11-23_doorkey8x8.md,
+"Why R2D3 falls back".
 
 `r2d3_agent_fn` builds an `R2D3Agent` through `r2d2.r2d2_agent_fn`, so the
 network and every R2D2 hyperparameter are bound on `r2d2.r2d2_agent_fn`
@@ -63,6 +64,7 @@ from tfa_explore.experiments.r2d2 import builder
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.replay import demonstrations as demonstrations_lib
 from tfa_explore.replay import mixed_dataset
+from tfa_explore.replay import success_copies
 
 REQUIRED = gin.REQUIRED
 
@@ -194,12 +196,14 @@ class DemonstrationReplay(replay_lib.AgentReplay):
     super().check(time_step_spec, action_spec, env_id)
     self.check_file(time_step_spec, action_spec, env_id, episodes=True)
 
-  def writer_kwargs(self):
-    """The actors copy successful episodes into `SUCCESS_TABLE`."""
+  def item_listeners(self, client, agent, num_envs):
+    """Each env copies its successful episodes into `SUCCESS_TABLE`."""
     if not self.uses_successes:
-      return {}
-    return dict(success_table=SUCCESS_TABLE,
-                success_min_return=self.success_min_return)
+      return None
+    return [success_copies.SuccessCopies(
+        client, SUCCESS_TABLE, agent.sequence_config, self.success_min_return,
+        agent.collect_data_spec if index == 0 else None)
+            for index in range(num_envs)]
 
   # --- the file -------------------------------------------------------------
 

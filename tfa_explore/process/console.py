@@ -15,7 +15,7 @@ binaries in train/ drop all of that and keep:
 
 `--verbose` (defined here, once, for every binary) leaves the console
 exactly as TensorFlow and the libraries make it, for debugging; a
-configuration error then also shows its traceback (`runner.main_or_exit`).
+configuration error then also shows its traceback (`config.exits.exit_codes`).
 
 TensorFlow reads TF_CPP_MIN_LOG_LEVEL once, when its C++ library loads, so
 `configure` runs before anything imports tensorflow: each binary calls it

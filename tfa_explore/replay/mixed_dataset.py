@@ -19,7 +19,7 @@ signature on one server:
 
 Optionally (a departure from the paper, off by default) a third table holds
 the agent's own successful episodes, written by the actors
-(`sequence_writer`, `success_table`); the learner samples it as part of the
+(`success_copies`); the learner samples it as part of the
 demonstration side, so the large-margin loss also applies to them.
 
 None of these is gin-configurable: the experiment's settings

@@ -1,7 +1,7 @@
 """Cutting episodes into R2D2 sequences: the one cutter, pure (no Reverb).
 
 Every R2D2/R2D3 sequence is cut here: the actors' agent-table items and
-their success copies (`sequence_writer`) and the demonstrations
+their success copies (`success_copies`) and the demonstrations
 (`demonstrations.sequences`). Steps are unbatched numpy `Trajectory`s, as
 an observer receives them. Per episode the cutter makes a stream of
 fixed-length, overlapping items that never cross the episode boundary

@@ -270,15 +270,18 @@ def check_signature(signature, collect_data_spec, sequence_length,
 
 
 def check_sequence_tables(server_info, table_names, collect_data_spec,
-                          sequence_length, missing_hint):
+                          sequence_length, missing_hint=None):
   """Raises ValueError unless each table exists with the agent's signature.
 
   Args:
     server_info: `reverb.Client.server_info()`.
     table_names: the tables to check.
     collect_data_spec, sequence_length: as for `check_signature`.
-    missing_hint: the message's end for a missing table (what to do).
+    missing_hint: the message's end for a missing table (what to do);
+      None: the tables the server has.
   """
+  if missing_hint is None:
+    missing_hint = f'the server has tables {sorted(server_info)}.'
   for name in table_names:
     if name not in server_info:
       raise ValueError(

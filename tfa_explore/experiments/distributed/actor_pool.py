@@ -19,6 +19,7 @@ import gin
 
 from tfa_explore import errors
 from tfa_explore.process import run_lock
+from tfa_explore.replay import sequence_storage
 
 # Under root_dir: actors/<task>/ holds an actor's lock and summaries.
 ACTOR_DIR = 'actors'
@@ -178,9 +179,11 @@ class ActorPool:
   def stop(self, timeout_seconds: float) -> None:
     """Asks the actors to stop; processes still alive after it are ended."""
     self._stop_event.set()
-    deadline = time.time() + timeout_seconds
+    # One timeout for all of them: each join takes what the ones before it
+    # left.
+    deadline = sequence_storage.Deadline(timeout_seconds * 1000)
     for actor in self._actors:
-      actor.join(timeout=max(deadline - time.time(), 0.1))
+      actor.join(timeout=max(deadline.remaining_ms() / 1000, 0.1))
       if isinstance(actor, multiprocessing.process.BaseProcess):
         if actor.is_alive():
           actor.terminate()

@@ -22,7 +22,9 @@ import gin
 import reverb
 
 from tfa_explore import errors
-from tfa_explore.experiments import runner
+from tfa_explore.config import exits
+from tfa_explore.config import experiment as experiment_lib
+from tfa_explore.config import gin_files as gin_files_lib
 from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import roles as roles_lib
 from tfa_explore.process import stop_signals
@@ -93,28 +95,26 @@ def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> None:
 def bound_roles() -> roles_lib.Roles:
   """The roles of the experiment the parsed gin config binds.
 
-  An experiment function that runs as several roles says so with its
-  attribute `roles` (`r2d2.train_eval.roles`), as it declares its
-  `check_before_start`.
+  An experiment that runs as several roles declares them with its checks
+  (`declare_experiment(..., roles=)`, `r2d2.launcher.EXPERIMENT`).
 
   Raises:
-    errors.ConfigError: the experiment runs in one process only.
+    errors.ConfigError: no experiment is bound, or it runs in one process
+      only.
   """
-  try:
-    reference = gin.query_parameter('run_experiment.experiment')
-  except ValueError as e:
+  experiment = experiment_lib.bound_experiment()
+  if experiment is None:
     raise errors.ConfigError(
         'The gin file binds no run_experiment.experiment (e.g. '
-        '@r2d2.train_eval).') from e
-  configurable = getattr(reference, 'configurable', None)
-  roles = getattr(getattr(configurable, 'wrapper', None), 'roles', None)
-  if roles is None:
+        '@r2d2.train_eval).')
+  if experiment.roles is None:
+    bound = gin.query_parameter('run_experiment.experiment').selector
     raise errors.ConfigError(
-        f'run_experiment.experiment = @{reference.selector} runs in one '
-        'process (train/train_eval.py); the role binaries run experiments '
-        'of several roles: @r2d2.train_eval, '
-        '@on_policy.distributed_train_eval.')
-  return roles
+        f'run_experiment.experiment = @{bound} runs in one process '
+        '(train/train_eval.py); '
+        'the role binaries run experiments of several roles: '
+        '@r2d2.train_eval, @on_policy.distributed_train_eval.')
+  return experiment.roles
 
 
 def check_server_address(address: Optional[str],
@@ -144,10 +144,10 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
   A bad flag, gin file, binding or setting prints one message and exits
   with code 2, like train/train_eval.py.
   """
-  try:
+  with exits.exit_codes():
     if replay_server is not None:
       check_server_address(replay_server)
-    runner.parse_gin(gin_files, gin_bindings)
+    gin_files_lib.parse_gin(gin_files, gin_bindings)
     roles = roles or bound_roles()
     settings = roles.settings_from_gin()
     # The first line within seconds: building the agent and reaching the
@@ -155,9 +155,3 @@ def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
     logging.info('Starting: %s %s (gin: %s).', roles.name, role,
                  ' '.join(gin_files))
     return job(roles, settings)
-  except errors.ConfigError as e:
-    runner.exit_with_config_error(e)
-  except stop_signals.RunStopped as e:
-    runner.exit_stopped(e)
-  except KeyboardInterrupt:
-    runner.exit_interrupted()

@@ -117,14 +117,6 @@ def _head_node_resources() -> Dict[str, float]:
   return {}
 
 
-def _head_node_resources() -> Dict[str, float]:
-  node_id = ray.get_runtime_context().get_node_id()
-  for node in ray.nodes():
-    if node['NodeID'] == node_id:
-      return node['Resources']
-  return {}
-
-
 class _RayActors:
   """What the learner asks of an actor pool (`actor_pool.ActorPool`), for
   actors Ray restarts: the restart count only."""

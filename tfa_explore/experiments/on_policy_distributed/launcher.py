@@ -12,6 +12,7 @@ from typing import Dict, Optional
 
 import gin
 
+from tfa_explore.config import experiment as experiment_lib
 from tfa_explore.experiments import on_policy
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import roles as roles_lib
@@ -75,12 +76,12 @@ def distributed_train_eval(root_dir: str,
 
 
 def check_before_start() -> None:
-  """Every value of the run checked before it starts (`runner.run`): the
+  """Every value of the run checked before it starts (`config.run`): the
   loop's own checks (settings, one env, the agent on its specs), then the
   actors' settings and how they share the batch."""
   on_policy.check_before_start()
   settings_lib.from_gin()
 
 
-distributed_train_eval.check_before_start = check_before_start
-distributed_train_eval.roles = ROLES
+EXPERIMENT = experiment_lib.declare_experiment(
+    distributed_train_eval, check_before_start, roles=ROLES)

@@ -19,7 +19,7 @@ ahead on older weights instead; docs/distributed.md says why we do not.
 """
 
 import time
-from typing import Dict, Optional
+from typing import Dict
 
 from absl import logging
 import numpy as np

@@ -28,6 +28,7 @@ from tfa_explore.environments import run_context
 from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.process import retry
+from tfa_explore.replay import sequence_storage
 from tfa_explore.replay import tables
 
 ACTOR_DIR = actor_pool.ACTOR_DIR
@@ -249,18 +250,14 @@ def _stop(task, replay_writer, progress, unreported_steps, timeout_seconds):
   (releasing its rate limiter) until every actor reported its stop. One
   deadline (`timeout_seconds`) covers all of this actor's envs.
   """
-  deadline = time.time() + timeout_seconds
-
-  def remaining_ms():
-    return max(int((deadline - time.time()) * 1000), 1)
-
+  deadline = sequence_storage.Deadline(timeout_seconds * 1000)
   try:
-    replay_writer.close(timeout_ms=remaining_ms())
+    replay_writer.close(timeout_ms=deadline.remaining_ms())
   except Exception as e:  # pylint: disable=broad-except
     logging.info('Actor %d dropped its last sequences: %s', task, e)
   try:
     progress.report(unreported_steps, stopped=True)
-    progress.close(timeout_ms=min(remaining_ms(), 5_000))
+    progress.close(timeout_ms=min(deadline.remaining_ms(), 5_000))
   except Exception as e:  # pylint: disable=broad-except
     # The server may be gone already (single machine: stopped after the
     # learner); the learner stops waiting after its shutdown timeout.

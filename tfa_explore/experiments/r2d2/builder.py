@@ -353,7 +353,7 @@ class Builder:
         priorities_fn=(agent.initial_priorities_fn()
                        if self.settings.actor_priorities else None),
         storage=self.settings.sequence_storage,
-        **self.replay.writer_kwargs())
+        listeners=self.replay.item_listeners(client, agent, num_envs))
 
   def actor_policy(self, agent, task: int):
     """Actor `task`'s epsilon-greedy policy over its batch of envs."""

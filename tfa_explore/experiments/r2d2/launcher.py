@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import gin
 
+from tfa_explore.config import experiment as experiment_lib
 from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import roles as roles_lib
@@ -93,7 +94,7 @@ def train_eval(root_dir: str,
 
 
 def check_before_start() -> None:
-  """Every value of the run checked before it starts (`runner.run` calls
+  """Every value of the run checked before it starts (`config.run` calls
   it before it writes anything): the settings, the replay strategy's
   checks of the env and its inputs, and the agent built on one env's
   specs, whose factories check their values and the sequence against the
@@ -104,8 +105,8 @@ def check_before_start() -> None:
   builder.make_agent()
 
 
-train_eval.check_before_start = check_before_start
-train_eval.roles = ROLES
+EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start,
+                                               roles=ROLES)
 
 
 def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],

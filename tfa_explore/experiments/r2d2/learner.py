@@ -42,6 +42,7 @@ from tfa_explore.experiments import run_kit
 from tfa_explore.process import stop_signals
 from tfa_explore.process import run_lock
 from tfa_explore.experiments.r2d2 import builder as builder_lib
+from tfa_explore.experiments.r2d2 import learner_steps
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.process import retry
 from tfa_explore.replay import tables
@@ -179,13 +180,7 @@ class Learner:
         self._client, replay_lib.table_names(self._replay, self.agent,
                                              settings))
     self._updater = None
-    # One call runs several learner steps, each taking its batch from the
-    # iterator inside the graph: passing the nested batch in from Python
-    # cost more CPU (packing it, then matching it to the traced
-    # signature) than the step's ops, and a call per step costs the
-    # Python dispatch each time (benchmarks/results/performance_history.md,
-    # "R2D2's learner" and "R2D2's replay path").
-    self._train = common.function(self._train_steps, autograph=False)
+    self._steps = learner_steps.LearnerSteps(self.single_train_step)
     self._dataset = None
     self._iterator = None
     self._last_eval = None
@@ -221,8 +216,20 @@ class Learner:
     """Up to `train_steps_per_iteration` learner steps."""
     end = int(self.train_step) + self._settings.train_steps_per_iteration
     while int(self.train_step) < end:
-      if not self._train_step(end - int(self.train_step)):
+      if not self._run_steps(end - int(self.train_step)):
         break
+
+  def single_train_step(self, iterator):
+    """One learner step in the graph: the next batch from `iterator`,
+    `agent.train`, its priorities written back; the LossInfo."""
+    experience, sample_info = next(iterator)
+    # Nothing of the step may run before its batch arrives: the train step
+    # counter's increment has no data dependency on the batch, so it would
+    # run in a call that a sample timeout ends.
+    with tf.control_dependencies(tf.nest.flatten(sample_info)):
+      loss_info = self.agent.train(experience)
+    self._updater((experience, sample_info), loss_info)
+    return loss_info
 
   def read_progress(self) -> None:
     self._progress.drain()
@@ -411,35 +418,6 @@ class Learner:
             (self._num_episodes is not None and
              int(self._progress.num_episodes) >= self._num_episodes))
 
-  def _train_next(self, iterator):
-    experience, sample_info = next(iterator)
-    # Nothing of the step may run before its batch arrives: the train step
-    # counter's increment has no data dependency on the batch, so it would
-    # run in a call that a sample timeout ends.
-    with tf.control_dependencies(tf.nest.flatten(sample_info)):
-      loss_info = self.agent.train(experience)
-    self._updater((experience, sample_info), loss_info)
-    return loss_info
-
-  def _train_steps(self, iterator, num_steps):
-    """`num_steps` (>= 1) learner steps in one graph; the last `LossInfo`.
-
-    Steps run one after the other (`parallel_iterations=1`): each samples,
-    trains and writes its priorities before the next samples. A sample
-    timeout ends the call; the steps before it are done (`train_step`).
-    """
-    def body(step, _):
-      # The root name scope: summaries keep their tags (no 'while/').
-      with tf.name_scope(''):
-        return step + 1, self._train_next(iterator)
-
-    loss_info = self._train_next(iterator)
-    _, loss_info = tf.while_loop(
-        lambda step, _: step < num_steps, body,
-        (tf.constant(1, num_steps.dtype), loss_info),
-        parallel_iterations=1)
-    return loss_info
-
   @contextlib.contextmanager
   def _summary_context(self):
     """The train writer, recording every `summary_interval` learner steps."""
@@ -448,9 +426,10 @@ class Learner:
         lambda: tf.equal(self.train_step % interval, 0)):
       yield
 
-  def _train_step(self, num_steps=1) -> bool:
-    """Up to `num_steps` learner steps, each on the next batch (the last
-    `LossInfo` kept); False once the run is over or a stop signal came.
+  def _run_steps(self, iterations) -> bool:
+    """Up to `iterations` learner steps in one call (`LearnerSteps.run`;
+    the last `LossInfo` kept); False once the run is over or a stop signal
+    came.
 
     A sample call waits at most `SAMPLE_POLL_SECONDS`; a timeout ends the
     iterator, so the next call starts a new one, and ends this call if it
@@ -463,30 +442,29 @@ class Learner:
     while True:
       if self._iterator is None:
         self._iterator = iter(self._dataset)
-      try:
-        with self._summary_context():
-          self._loss_info = self._train(self._iterator,
-                                        tf.constant(num_steps, tf.int64))
+      with self._summary_context():
+        loss_info = self._steps.run(self._iterator, iterations)
+      if loss_info is not None:
+        self._loss_info = loss_info
         return True
-      except (StopIteration, tf.errors.OutOfRangeError,
-              tf.errors.DeadlineExceededError):
-        self._iterator = None
-        if self._stop_requested():
-          return False
-        if int(self.train_step) > steps_before:
-          return True
-        waited = time.monotonic() - waited_since
-        if waited >= self._settings.sample_timeout_seconds:
-          logging.info(
-              'No replay sample for %.0f s (%d items in the agent table).',
-              waited,
-              self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
-          if self._actors is not None:
-            self._actors.check()
-          waited_since = time.monotonic()
-        self.read_progress()
-        if self._budget_spent():
-          return False
+      # A sample timeout ended the call.
+      self._iterator = None
+      if self._stop_requested():
+        return False
+      if int(self.train_step) > steps_before:
+        return True
+      waited = time.monotonic() - waited_since
+      if waited >= self._settings.sample_timeout_seconds:
+        logging.info(
+            'No replay sample for %.0f s (%d items in the agent table).',
+            waited,
+            self._client.server_info()[replay_lib.AGENT_TABLE].current_size)
+        if self._actors is not None:
+          self._actors.check()
+        waited_since = time.monotonic()
+      self.read_progress()
+      if self._budget_spent():
+        return False
 
   def _release_actors(self) -> None:
     """Lets actors blocked by the rate limiter see `finished`.

@@ -12,7 +12,7 @@ demonstration branches:
 Each member serves one role: the launcher calls `check` before anything
 starts and the builder checks the agent against `agent_class`; the server
 builds `make_tables` (and every role checks a live server against the same
-tables); actors take `writer_kwargs`; the learner calls `prepare`, then
+tables); actors take `item_listeners`; the learner calls `prepare`, then
 samples from `sampling`. What is the same for every strategy (checking a
 live server, the `Replay/*` values of each table) is done here, once.
 """
@@ -30,6 +30,7 @@ from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.replay import dataset as replay_dataset
 from tfa_explore.replay import priority_updater
+from tfa_explore.replay import sequence_writer
 from tfa_explore.replay import tables
 
 # The agent's own sequences (every strategy has this table, first).
@@ -56,8 +57,11 @@ class ReplayStrategy(abc.ABC):
     """The replay tables (the agent table first), from the agent's specs."""
 
   @abc.abstractmethod
-  def writer_kwargs(self) -> Dict[str, Any]:
-    """Extra `BatchedSequenceWriter` arguments of the actors."""
+  def item_listeners(
+      self, client: reverb.Client, agent, num_envs: int
+  ) -> Optional[List[sequence_writer.ItemListener]]:
+    """What else an actor's envs do with what they write: one
+    `ItemListener` per env of its `BatchedSequenceWriter`, or None."""
 
   @abc.abstractmethod
   def prepare(self, client: reverb.Client, server_address: str, agent,
@@ -118,8 +122,9 @@ class AgentReplay(ReplayStrategy):
         min_size_to_sample=settings.min_size_to_sample,
         priority_exponent=settings.priority_exponent)]
 
-  def writer_kwargs(self):
-    return {}
+  def item_listeners(self, client, agent, num_envs):
+    del client, agent, num_envs  # The agent table only.
+    return None
 
   def prepare(self, client, server_address, agent, env_id, batch_size):
     del client, server_address, agent, env_id, batch_size  # Actors fill it.

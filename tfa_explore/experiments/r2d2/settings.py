@@ -16,12 +16,12 @@ from tfa_explore import errors
 from tfa_explore.experiments import settings as settings_lib
 from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.r2d2 import replay as replay_lib
-from tfa_explore.replay import sequence_writer
+from tfa_explore.replay import sequence_storage as storage_lib
 
 # How the actors' items reach Reverb: `r2d2.Settings.sequence_storage =
 # @r2d2.SequenceCopies()` in a gin file.
-gin.external_configurable(sequence_writer.StepStream, module='r2d2')
-gin.external_configurable(sequence_writer.SequenceCopies, module='r2d2')
+gin.external_configurable(storage_lib.StepStream, module='r2d2')
+gin.external_configurable(storage_lib.SequenceCopies, module='r2d2')
 
 REQUIRED = gin.REQUIRED
 
@@ -75,7 +75,7 @@ class Settings(settings_lib.RunSettings):
     replay: the replay strategy (`replay.ReplayStrategy`): None or
       `AgentReplay()` for R2D2, `@r2d3.DemonstrationReplay()` for R2D3.
     sequence_storage: how the actors' items reach Reverb
-      (`sequence_writer.SequenceStorage`): None or `@r2d2.StepStream()`
+      (`sequence_storage.SequenceStorage`): None or `@r2d2.StepStream()`
       (each step stored once; large observations), or
       `@r2d2.SequenceCopies()` (each item stored whole; less CPU, each step
       stored `sequence_length / replay_period` times: 2x the bytes on
@@ -102,7 +102,7 @@ class Settings(settings_lib.RunSettings):
   replay_retry_seconds: float = 600.0
   max_actor_restarts: int = 20
   replay: Optional[replay_lib.ReplayStrategy] = None
-  sequence_storage: Optional[sequence_writer.SequenceStorage] = None
+  sequence_storage: Optional[storage_lib.SequenceStorage] = None
 
   def __post_init__(self):
     super().__post_init__()
@@ -110,9 +110,9 @@ class Settings(settings_lib.RunSettings):
       object.__setattr__(self, 'replay', replay_lib.AgentReplay())
     if self.sequence_storage is None:
       object.__setattr__(self, 'sequence_storage',
-                         sequence_writer.StepStream())
+                         storage_lib.StepStream())
     if not isinstance(self.sequence_storage,
-                      sequence_writer.SequenceStorage):
+                      storage_lib.SequenceStorage):
       raise ValueError(
           'r2d2.Settings.sequence_storage must be @r2d2.StepStream() or '
           f'@r2d2.SequenceCopies(), got {self.sequence_storage!r}.')
