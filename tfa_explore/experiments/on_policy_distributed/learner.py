@@ -96,6 +96,7 @@ class Learner:
     self.env_steps = self.metrics.env_steps.environment_steps
     self._shared_state = builder.SharedState(self.agent)
 
+    self._replay_server = replay_server
     self._client = reverb.Client(replay_server)
     self._server_wait.wait_until_reachable()
     builder.check_server(self._client, setup, self._shared_state)
@@ -250,9 +251,11 @@ class Learner:
         step = self.publish
 
   def _server_has_no_weights(self) -> bool:
+    # A fresh client: the learner's own may still hold the connection to
+    # the server that died, and fail on it once more (a broken pipe).
     try:
-      return not tables.table_sizes(
-          self._client)[variables_lib.VARIABLES_TABLE]
+      return not tables.table_sizes(reverb.Client(
+          self._replay_server))[variables_lib.VARIABLES_TABLE]
     except Exception:  # pylint: disable=broad-except
       return False
 
