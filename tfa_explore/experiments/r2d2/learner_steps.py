@@ -23,8 +23,7 @@ class LearnerSteps:
   priorities before the next samples). Why one call: passing the nested
   batch in from Python cost more CPU (packing it, then matching it to the
   traced signature) than the step's ops, and a call per step costs the
-  Python dispatch each time (benchmarks/results/performance/: "R2D2's
-  learner" and "R2D2's replay path").
+  Python dispatch each time.
 
   Timeouts and partial completion: a sample call that times out
   (`SAMPLE_TIMEOUTS`) ends the call part-way. The steps before it are
