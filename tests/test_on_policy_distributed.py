@@ -51,12 +51,12 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TINY_GIN = """
 import gin.tf.external_configurables
-import tfa_explore.agents.rnd_ppo.warm_up
 import tfa_explore.environments.suite_gymnasium
 import tfa_explore.experiments.intrinsic
 import tfa_explore.experiments.on_policy
 import tfa_explore.experiments.on_policy_distributed
 import tfa_explore.experiments.ppo
+import tfa_explore.experiments.warm_up
 import tfa_explore.config.experiment
 import tfa_explore.networks.rnd_networks
 import tfa_explore.testing.fake_envs
