@@ -37,6 +37,7 @@ from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.experiments import on_policy
 from tfa_explore.experiments import on_policy_distributed
+from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.distributed import variables as variables_lib
@@ -182,6 +183,24 @@ class SettingsTest(_TestCase):
         r'the on_policy.RayResources requests'):
       ray_resources.check_resources(setup, settings_lib.RayResources(),
                                     {'CPU': 2.0}, {'CPU': 2.0})
+
+
+class ActorEnvsTest(absltest.TestCase):
+  """The one layout of both families' actors (`actor_pool.actor_envs`)."""
+
+  def test_each_actor_steps_its_slots_seeded_as_in_one_process(self):
+    # 3 actors of 2 envs: actor 1 steps envs 2 and 3, seeded 10 + 2, + 3.
+    self.assertEqual(actor_pool.actor_envs(1, 3, 2, seed=10),
+                     actor_pool.ActorEnvs(first=2, seed=12))
+
+  def test_a_restart_seeds_envs_no_actor_used(self):
+    # Incarnation 2 of actor 1: 10 + 2 + 2 * (3 * 2) = 24.
+    self.assertEqual(actor_pool.actor_envs(1, 3, 2, seed=10, incarnation=2),
+                     actor_pool.ActorEnvs(first=2, seed=24))
+    seeds = [actor_pool.actor_envs(task, 3, 2, 10, incarnation).seed + k
+             for task in range(3) for incarnation in range(3)
+             for k in range(2)]
+    self.assertLen(set(seeds), len(seeds))
 
 
 class RoleBinariesInputTest(_TestCase):

@@ -1,9 +1,10 @@
 """A machine's actors (threads or spawned processes), kept alive.
 
 `ActorPool` runs a family's `Roles.run_actor` for every task, restarts
-those that die, and stops them; `actor_lock` keeps one process per task
-of a run; `exit_when_orphaned` ends an actor subprocess whose launcher is
-gone.
+those that die, and stops them; `actor_envs` says which of the run's envs
+a task steps and how they are seeded (a restart's anew); `actor_lock`
+keeps one process per task of a run; `exit_when_orphaned` ends an actor
+subprocess whose launcher is gone.
 """
 
 import contextlib
@@ -12,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from absl import logging
 import gin
@@ -30,6 +31,36 @@ ACTOR_DIR = 'actors'
 # reachability probe, an actor's flush deadline, an env step); one
 # blocked for good is not worth waiting for.
 _THREAD_GRACE_SECONDS = 10.0
+
+
+class ActorEnvs(NamedTuple):
+  """Where an actor's batch of envs sits among all actors' envs.
+
+  Attributes:
+    first: index j of its env 0 among the run's envs (slots); its env k
+      is j + k.
+    seed: the seed of its env 0 (`batched.make_batched_env`'s `seed`: env
+      k gets `seed + k`).
+  """
+  first: int
+  seed: int
+
+
+def actor_envs(task: int, num_actors: int, envs_per_actor: int, seed: int,
+               incarnation: int = 0) -> ActorEnvs:
+  """Actor `task`'s envs, the one layout of every distributed family.
+
+  Env k of actor i is env j = i * envs_per_actor + k of the run's
+  N = num_actors * envs_per_actor (R2D2: the paper's actor j, its epsilon
+  slot; on-policy: env j of the learner's batch), seeded `seed + j` as the
+  loop in one process seeds its env j. A restarted actor (`incarnation`
+  n) adds n * N, seeds no other actor or incarnation uses, so it does not
+  replay its predecessor's episodes.
+  """
+  first = task * envs_per_actor
+  return ActorEnvs(
+      first=first,
+      seed=seed + first + incarnation * num_actors * envs_per_actor)
 
 
 def actor_lock(root_dir: Optional[str], task: int):

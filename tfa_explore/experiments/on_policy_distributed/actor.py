@@ -4,13 +4,14 @@ publishes.
 Actor i steps envs j = i * E + k (k < E = num_envs / num_actors) of the
 learner's batch as one batched env, seeded `seed + j` as the loop in one
 process seeds its env j (a restarted actor: `+ incarnation * num_envs`,
-so it does not replay its predecessor's episodes). It waits for the
-learner's weights, collects `rollout_length` steps with the collect
-policy (`on_policy.RolloutCollector`, the one-process loop's collector:
-its episodes run across rollouts), writes them as one item tagged with
-the weights' `publication`, and waits for the next publication. It
-counts nothing itself: the learner counts env steps and episodes from
-the rollouts it trains on.
+so it does not replay its predecessor's episodes): the layout of
+`actor_pool.actor_envs`, R2D2's too. It waits for the learner's
+weights, collects `rollout_length` steps with the collect policy
+(`on_policy.RolloutCollector`, the one-process loop's collector: its
+episodes run across rollouts), writes them as one item tagged with the
+weights' `publication`, and waits for the next publication. It counts
+nothing itself: the learner counts env steps and episodes from the
+rollouts it trains on.
 """
 
 import time
@@ -92,14 +93,13 @@ def _run_actor(setup, task, replay_server, root_dir, stop_event,
   # finds them sized already.
   run_kit.set_tf_threads(settings.tf_threads)
   num_envs = setup.envs_per_actor
-  first_env = task * num_envs
+  envs = actor_pool.actor_envs(task, setup.num_actors, num_envs,
+                               settings.seed, incarnation)
   run_context.set_run_dir(root_dir)
   # No tf.random.set_seed here: actor threads share the process's global
   # seed with the learner. Envs are seeded per env of the batch.
-  env = batched.make_batched_env(
-      settings.env_loader, num_envs,
-      settings.seed + first_env + incarnation * settings.num_envs,
-      parallel=settings.parallel_envs)
+  env = batched.make_batched_env(settings.env_loader, num_envs, envs.seed,
+                                 parallel=settings.parallel_envs)
   agent = builder.make_agent(setup, env=env)
   shared_state = builder.SharedState(agent)
 
@@ -114,8 +114,8 @@ def _run_actor(setup, task, replay_server, root_dir, stop_event,
   collector = on_policy.RolloutCollector(env, agent.collect_policy,
                                          settings.rollout_length)
   logging.info('Actor %d (envs %d-%d of the batch%s) waiting for the '
-               'learner\'s weights.', task, first_env,
-               first_env + num_envs - 1,
+               'learner\'s weights.', task, envs.first,
+               envs.first + num_envs - 1,
                f', restart {incarnation}' if incarnation else '')
   poll_seconds = setup.distributed.actor_poll_seconds
   pushes_seen = None

@@ -128,8 +128,8 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
     root_dir: if set, actor summaries go to root_dir/actors/<task>.
     stop_event: optional `threading.Event` to stop early.
     incarnation: how many times this task was restarted; env j is seeded
-      `seed + j + incarnation * num_slots`, so a restarted actor does not
-      replay its predecessor's episodes.
+      `seed + j + incarnation * num_slots` (`actor_pool.actor_envs`), so a
+      restarted actor does not replay its predecessor's episodes.
 
   Returns:
     Env steps this actor took (all its environments).
@@ -147,15 +147,14 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
   """`run_actor`'s loop, once the task is known to be this one's."""
   builder = builder_lib.Builder(settings)
   num_envs = settings.envs_per_actor
-  first_slot = task * num_envs
+  envs = actor_pool.actor_envs(task, settings.num_actors, num_envs,
+                               settings.seed, incarnation)
   # Envs that keep their own logs (bsuite) write them under the run's
   # directory, on whichever machine the actor runs.
   run_context.set_run_dir(root_dir)
   # No tf.random.set_seed here: actor threads share the process's global
   # seed with the learner. Envs are seeded per slot.
-  env = batched.make_batched_env(
-      settings.env_loader, num_envs,
-      settings.seed + first_slot + incarnation * settings.num_slots)
+  env = batched.make_batched_env(settings.env_loader, num_envs, envs.seed)
   _, agent = builder.make_agent(env=env)
   shared_state = builder_lib.SharedState(agent)
   server_wait = retry.ServerWait(
@@ -202,7 +201,7 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
             time_step, action_step, next_time_step))
         for k in np.flatnonzero(active &
                                 np.asarray(next_time_step.is_last())):
-          link.progress.report(unreported_steps, first_slot + k,
+          link.progress.report(unreported_steps, envs.first + k,
                                episode_returns[k], episode_lengths[k])
           unreported_steps = 0
           episode_returns[k], episode_lengths[k] = 0.0, 0
