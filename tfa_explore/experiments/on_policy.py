@@ -19,7 +19,6 @@ from typing import Any, Callable, Dict, Optional
 
 from absl import logging
 import gin
-import numpy as np
 import tensorflow as tf
 from tf_agents.environments import py_environment
 from tf_agents.environments import tf_py_environment
@@ -34,6 +33,7 @@ from tfa_explore.config import experiment as experiment_lib
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
 from tfa_explore.environments import run_context
+from tfa_explore.experiments import checkpointing
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
@@ -109,8 +109,7 @@ def train_eval(root_dir: str,
   """
   settings = settings or settings_lib.from_gin(Settings)
   run_kit.set_tf_threads(settings.tf_threads)
-  tf.random.set_seed(settings.seed)
-  np.random.seed(settings.seed % 2**32)
+  run_kit.set_global_seeds(settings.seed)
   run = run_kit.RunDirectory(root_dir)
   num_episodes = run_kit.episode_budget(
       settings.num_episodes, settings.env_loader, settings.seed,
@@ -163,13 +162,13 @@ def _close(environment) -> None:
 
 def make_checkpointer(settings: Settings, run: run_kit.RunDirectory, agent,
                       train_step, metrics: 'TrainMetrics'
-                      ) -> run_kit.Checkpointer:
+                      ) -> checkpointing.Checkpointer:
   """The loop's checkpoints: agent, train step, the collect metrics
   (with the env step count) and the policy exports."""
-  return run_kit.Checkpointer(
+  return checkpointing.Checkpointer(
       run, metrics.env_steps.environment_steps,
-      policies={run_kit.GREEDY_POLICY: agent.policy,
-                run_kit.COLLECT_POLICY: agent.collect_policy},
+      policies={checkpointing.GREEDY_POLICY: agent.policy,
+                checkpointing.COLLECT_POLICY: agent.collect_policy},
       train_step=train_step, max_to_keep=settings.max_checkpoints_to_keep,
       agent=agent,
       train_metrics=metric_utils.MetricsGroup(metrics.as_list(),
@@ -189,7 +188,8 @@ class TrainLoop:
   """
 
   def __init__(self, settings: Settings, run: run_kit.RunDirectory, agent,
-               metrics: 'TrainMetrics', checkpointer: run_kit.Checkpointer,
+               metrics: 'TrainMetrics',
+               checkpointer: checkpointing.Checkpointer,
                num_episodes: Optional[int]):
     self._settings = settings
     self._run = run
@@ -269,15 +269,14 @@ class TrainLoop:
               f'({episodes} episodes)'),
           'loss': f'{float(self._loss_info.loss):.4f}'}, episodes=episodes)
       self._run.train_writer.flush()
-    if run_kit.crossed(previous_steps, current_steps,
-                       settings.eval_interval):
-      self._last_eval = self._evaluator(current_steps)
-    # At the budget's end `finish` saves, once, with the final eval.
-    budget_spent = (current_steps >= settings.num_env_steps or
-                    self._episodes_spent())
-    if (run_kit.crossed(previous_steps, current_steps,
-                        settings.checkpoint_interval) and not budget_spent):
-      self._checkpointer.save()
+    run_kit.evaluate_and_checkpoint_when_due(
+        previous_steps, current_steps, settings,
+        budget_spent=(current_steps >= settings.num_env_steps or
+                      self._episodes_spent()),
+        evaluate=self._evaluate, checkpoint=self._checkpointer.save)
+
+  def _evaluate(self) -> None:
+    self._last_eval = self._evaluator(int(self._env_steps))
 
   def end(self, stop) -> Dict[str, float]:
     """The final evaluation and checkpoint; a stopped run saved instead.

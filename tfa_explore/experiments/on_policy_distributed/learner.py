@@ -22,7 +22,6 @@ import time
 from typing import Dict
 
 from absl import logging
-import numpy as np
 import reverb
 import tensorflow as tf
 from tf_agents.utils import common
@@ -74,8 +73,7 @@ class Learner:
     """
     settings = setup.settings
     run_kit.set_tf_threads(settings.tf_threads)
-    tf.random.set_seed(settings.seed)
-    np.random.seed(settings.seed % 2**32)
+    run_kit.set_global_seeds(settings.seed)
     self._setup = setup
     self._actors = actors
     self._stop = None
