@@ -43,7 +43,7 @@ from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.distributed import variables as variables_lib
 from tfa_explore.experiments.on_policy_distributed import builder
 from tfa_explore.experiments.on_policy_distributed import learner as learner_lib
-from tfa_explore.experiments.on_policy_distributed import settings as settings_lib
+from tfa_explore.experiments.on_policy_distributed import settings as distributed_settings
 from tfa_explore.testing import faults
 
 import test_r2d2_experiment as r2d2_tests  # pylint: disable=g-bad-import-order
@@ -129,9 +129,9 @@ class _TestCase(tf.test.TestCase):
     with open(self.gin_file, 'w') as f:
       f.write(TINY_GIN)
 
-  def setup(self, *bindings) -> settings_lib.Setup:
+  def setup(self, *bindings) -> distributed_settings.Setup:
     config.parse_gin([self.gin_file], list(bindings))
-    return settings_lib.from_gin()
+    return distributed_settings.setup_from_gin()
 
   def server(self, setup, agent):
     server = reverb.Server(builder.make_tables(setup, agent), port=None)
@@ -181,7 +181,7 @@ class SettingsTest(_TestCase):
         r'The Ray cluster has 2 CPUs; this run needs 6 \(replay server 1 \+ '
         r'learner 1 \+ 4 actors x 1\).*on_policy.Distributed.num_actors or '
         r'the on_policy.RayResources requests'):
-      ray_resources.check_resources(setup, settings_lib.RayResources(),
+      ray_resources.check_resources(setup, distributed_settings.RayResources(),
                                     {'CPU': 2.0}, {'CPU': 2.0})
 
 

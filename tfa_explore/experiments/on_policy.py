@@ -107,7 +107,7 @@ def train_eval(root_dir: str,
     errors.ConfigError: a count or interval below 1 (naming the gin
       setting), or root_dir taken by another run or not writable.
   """
-  settings = settings or settings_lib.from_gin(Settings)
+  settings = settings or settings_lib.build_from_gin(Settings)
   run_kit.set_tf_threads(settings.tf_threads)
   run_kit.set_global_seeds(settings.seed)
   run = run_kit.RunDirectory(root_dir)
@@ -330,7 +330,7 @@ def check_before_start() -> None:
   Raises:
     errors.ConfigError: the first bad value, naming its gin parameter.
   """
-  settings = settings_lib.from_gin(Settings)
+  settings = settings_lib.build_from_gin(Settings)
   # Before the agent below runs TensorFlow's first op: the thread pools
   # can only be sized until then.
   run_kit.set_tf_threads(settings.tf_threads)

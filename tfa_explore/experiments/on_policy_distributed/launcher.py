@@ -19,7 +19,7 @@ from tfa_explore.experiments.distributed import roles as roles_lib
 from tfa_explore.experiments.on_policy_distributed import actor as actor_lib
 from tfa_explore.experiments.on_policy_distributed import builder
 from tfa_explore.experiments.on_policy_distributed import learner as learner_lib
-from tfa_explore.experiments.on_policy_distributed import settings as settings_lib
+from tfa_explore.experiments.on_policy_distributed import settings as distributed_settings
 
 
 class OnPolicyRoles(roles_lib.Roles):
@@ -28,7 +28,7 @@ class OnPolicyRoles(roles_lib.Roles):
   name = 'on_policy'
 
   def settings_from_gin(self):
-    return settings_lib.from_gin()
+    return distributed_settings.setup_from_gin()
 
   def check_setup(self, settings):
     # One env's specs and the agent on them: the factories check their
@@ -49,7 +49,7 @@ class OnPolicyRoles(roles_lib.Roles):
                                stop_event, incarnation=incarnation)
 
   def ray_resources(self):
-    return settings_lib.RayResources()
+    return distributed_settings.RayResources()
 
 
 ROLES = OnPolicyRoles()
@@ -57,7 +57,7 @@ ROLES = OnPolicyRoles()
 
 @gin.configurable(module='on_policy', allowlist=[])
 def distributed_train_eval(root_dir: str,
-                           setup: Optional[settings_lib.Setup] = None
+                           setup: Optional[distributed_settings.Setup] = None
                            ) -> Dict[str, float]:
   """The on-policy loop with its collection spread over actors.
 
@@ -72,7 +72,7 @@ def distributed_train_eval(root_dir: str,
     The final evaluation, as `on_policy.train_eval`'s.
   """
   return launch.train_eval_on_one_machine(
-      ROLES, setup or settings_lib.from_gin(), root_dir)
+      ROLES, setup or distributed_settings.setup_from_gin(), root_dir)
 
 
 def check_before_start() -> None:
@@ -80,7 +80,7 @@ def check_before_start() -> None:
   loop's own checks (settings, one env, the agent on its specs), then the
   actors' settings and how they share the batch."""
   on_policy.check_before_start()
-  settings_lib.from_gin()
+  distributed_settings.setup_from_gin()
 
 
 EXPERIMENT = experiment_lib.declare_experiment(

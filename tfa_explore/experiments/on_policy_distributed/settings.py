@@ -129,14 +129,14 @@ class Setup:
     return self.distributed.setting(name)
 
 
-def from_gin() -> Setup:
-  """`Setup` from the parsed gin config.
+def setup_from_gin() -> Setup:
+  """The run's `Setup` from the parsed gin config.
 
   Raises:
     errors.ConfigError: a bad or missing value, naming its binding.
   """
-  settings = settings_lib.from_gin(on_policy.Settings)
-  distributed = settings_lib.from_gin(Distributed)
+  settings = settings_lib.build_from_gin(on_policy.Settings)
+  distributed = settings_lib.build_from_gin(Distributed)
   try:
     return Setup(settings, distributed)
   except ValueError as e:

@@ -23,7 +23,7 @@ from tfa_explore.experiments.distributed import roles as roles_lib
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import learner as learner_lib
-from tfa_explore.experiments.r2d2 import settings as settings_lib
+from tfa_explore.experiments.r2d2 import settings as r2d2_settings
 
 # The shared launch pieces, by their R2D2-era names.
 REPLAY_CHECKPOINT_DIR = launch.REPLAY_CHECKPOINT_DIR
@@ -48,7 +48,7 @@ class R2D2Roles(roles_lib.Roles):
   name = 'r2d2'
 
   def settings_from_gin(self):
-    return settings_lib.from_gin()
+    return r2d2_settings.settings_from_gin()
 
   def check_setup(self, settings):
     builder_lib.Builder(settings).check_setup()
@@ -66,7 +66,7 @@ class R2D2Roles(roles_lib.Roles):
                                stop_event, incarnation=incarnation)
 
   def ray_resources(self):
-    return settings_lib.RayResources()
+    return r2d2_settings.RayResources()
 
 
 ROLES = R2D2Roles()
@@ -74,7 +74,7 @@ ROLES = R2D2Roles()
 
 @gin.configurable(module='r2d2', allowlist=[])
 def train_eval(root_dir: str,
-               settings: Optional[settings_lib.Settings] = None
+               settings: Optional[r2d2_settings.Settings] = None
                ) -> Dict[str, float]:
   """R2D2 (or R2D3) on one machine: server, actors and learner.
 
@@ -90,7 +90,7 @@ def train_eval(root_dir: str,
     'EnvironmentSteps'} (+ 'SuccessRate').
   """
   return launch.train_eval_on_one_machine(
-      ROLES, settings or settings_lib.from_gin(), root_dir)
+      ROLES, settings or r2d2_settings.settings_from_gin(), root_dir)
 
 
 def check_before_start() -> None:
@@ -100,7 +100,7 @@ def check_before_start() -> None:
   specs, whose factories check their values and the sequence against the
   env's episode limit (`Builder.make_agent`).
   """
-  builder = builder_lib.Builder(settings_lib.from_gin())
+  builder = builder_lib.Builder(r2d2_settings.settings_from_gin())
   builder.check_setup()
   builder.make_agent()
 
@@ -110,7 +110,7 @@ EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start,
 
 
 def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
-            job: Callable[[settings_lib.Settings], Any]) -> Any:
+            job: Callable[[r2d2_settings.Settings], Any]) -> Any:
   """`launch.run_job` of an R2D2 job `job(settings)` (exit code 2 on a
   bad gin file, binding or setting)."""
   name = getattr(job, 'func', job).__name__.replace('_', ' ')

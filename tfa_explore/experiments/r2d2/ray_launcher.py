@@ -10,13 +10,13 @@ from typing import Dict, Optional
 
 from tfa_explore.experiments.distributed import ray_launch
 from tfa_explore.experiments.r2d2 import launcher
-from tfa_explore.experiments.r2d2 import settings as settings_lib
+from tfa_explore.experiments.r2d2 import settings as r2d2_settings
 
-RayResources = settings_lib.RayResources
+RayResources = r2d2_settings.RayResources
 
 
 def train_eval(root_dir: str, ray_address: Optional[str] = None,
-               settings: Optional[settings_lib.Settings] = None,
+               settings: Optional[r2d2_settings.Settings] = None,
                resources: Optional[RayResources] = None,
                verbose: bool = False) -> Dict[str, float]:
   """Runs the gin-configured R2D2/R2D3 experiment on a Ray cluster

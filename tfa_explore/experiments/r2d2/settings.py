@@ -166,6 +166,8 @@ class RayResources(ray_resources.RayResources):
   gin_name = 'r2d2.RayResources'
 
 
-def from_gin() -> Settings:
-  """`Settings()` from the parsed gin config (`settings.from_gin`)."""
-  return settings_lib.from_gin(Settings)
+def settings_from_gin() -> Settings:
+  """The run's `Settings` from the parsed gin config
+  (`settings.build_from_gin`).
+  """
+  return settings_lib.build_from_gin(Settings)
