@@ -29,6 +29,7 @@ from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
 from tfa_explore import errors
+from tfa_explore.agents import ppo_clip
 from tfa_explore.config import experiment as experiment_lib
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
@@ -304,12 +305,12 @@ def make_agent(settings: Settings, time_step_spec, action_spec, train_step):
   agent = settings.agent_fn(time_step_spec=time_step_spec,
                             action_spec=action_spec,
                             train_step_counter=train_step)
-  # A train batch is one sequence per env: an agent that splits it into
-  # minibatches says here, not at its first train step, if it cannot.
-  check_batch_size = getattr(agent, 'check_batch_size', None)
-  if check_batch_size is not None:
+  # A train batch is one sequence per env: our PPO agents cut their
+  # minibatches along the envs, and say here, not at their first train
+  # step, when the envs are too few.
+  if isinstance(agent, ppo_clip.EpochLoopPPOClipAgent):
     try:
-      check_batch_size(settings.num_envs)
+      agent.check_batch_size(settings.num_envs)
     except ValueError as e:
       raise errors.ConfigError(
           f'{settings.setting("num_envs")} = {settings.num_envs} is too few '
