@@ -16,6 +16,8 @@ An on-policy run's server (`@on_policy.distributed_train_eval`) holds only
 the weights and the rollouts in flight, and keeps no checkpoint.
 """
 
+import sys
+
 from absl import app
 from absl import flags
 
@@ -45,7 +47,7 @@ def main(argv):
       _GIN_FILES.value, _GIN_BINDINGS.value, 'replay server',
       lambda roles, settings: roles.make_replay_server(
           settings, _PORT.value, _CHECKPOINT_DIR.value))
-  launch.serve_until_stopped(server, _CHECKPOINT_DIR.value)
+  sys.exit(launch.serve_until_stopped(server, _CHECKPOINT_DIR.value))
 
 
 if __name__ == '__main__':

@@ -13,7 +13,6 @@ agree on tables, specs and schedules.
 
 import os
 import signal
-import sys
 import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -72,12 +71,16 @@ def train_eval_on_one_machine(roles: roles_lib.Roles, settings,
     server.stop()
 
 
-def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> None:
-  """Serves until SIGINT or SIGTERM; then checkpoints, stops, exits.
+def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> int:
+  """Serves until SIGINT or SIGTERM; then checkpoints and stops.
 
   With `checkpoint_dir` the tables are checkpointed first, so a restarted
   server restores what the actors wrote since the learner's last
-  checkpoint. Exits with 128 + the signal, after one line.
+  checkpoint. One line says what stopped it and what was saved.
+
+  Returns:
+    The exit code of the policy (`exits.signal_exit_code`: 128 + the
+    signal), for the binary to exit with.
   """
   with stop_signals.StopSignals() as stop:
     while not stop.requested:
@@ -89,7 +92,7 @@ def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> None:
   server.stop()
   logging.warning('Replay server stopped by %s%s.',
                   signal.Signals(stop.signum).name, saved)
-  sys.exit(128 + stop.signum)
+  return exits.signal_exit_code(stop.signum)
 
 
 def bound_roles() -> roles_lib.Roles:
