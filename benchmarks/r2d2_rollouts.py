@@ -38,6 +38,7 @@ from tf_agents.specs import tensor_spec
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
 from tfa_explore.agents.r2d2 import losses
 from tfa_explore.experiments import evaluation
+from tfa_explore.experiments import checkpointing
 from tfa_explore.experiments import run_kit
 from tfa_explore import config  # pylint: disable=unused-import
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
@@ -71,7 +72,7 @@ def restore_run(run_dir, checkpoint_name, with_optimizer=False):
       time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
       action_spec=tensor_spec.from_spec(env.action_spec()),
       train_step_counter=tf.Variable(0, dtype=tf.int64))
-  directory = os.path.join(run_dir, run_kit.CHECKPOINT_DIR)
+  directory = os.path.join(run_dir, checkpointing.CHECKPOINT_DIR)
   path = (os.path.join(directory, checkpoint_name) if checkpoint_name
           else tf.train.latest_checkpoint(directory))
   if path is None:

@@ -82,11 +82,11 @@ def measure_learner():
   from tfa_explore.agents.r2d2 import inputs as r2d2_inputs  # pylint: disable=g-import-not-at-top
   from tfa_explore import config  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments.r2d2 import builder as builder_lib  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments.r2d2 import settings as settings_lib  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments.r2d2 import settings as r2d2_settings  # pylint: disable=g-import-not-at-top
   from tfa_explore.testing import r2d2 as r2d2_testing  # pylint: disable=g-import-not-at-top
 
   config.parse_gin([_GIN_FILE.value], [])
-  settings = settings_lib.from_gin()
+  settings = r2d2_settings.settings_from_gin()
   agents = {}
   for label, (jit_compile, static_unroll) in _VARIANTS.items():
     with gin.unlock_config():

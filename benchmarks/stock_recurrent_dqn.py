@@ -71,11 +71,11 @@ def main(argv):
   from tfa_explore.experiments import evaluation  # pylint: disable=g-import-not-at-top
   from tfa_explore.experiments import run_kit  # pylint: disable=g-import-not-at-top
   from tfa_explore import config  # pylint: disable=g-import-not-at-top
-  from tfa_explore.experiments.r2d2 import settings as settings_lib  # pylint: disable=g-import-not-at-top
+  from tfa_explore.experiments.r2d2 import settings as r2d2_settings  # pylint: disable=g-import-not-at-top
 
   run_kit.set_tf_threads(_TF_THREADS.value)
   config.parse_gin([_GIN_FILE.value], _GIN_BINDINGS.value)
-  settings = settings_lib.from_gin()
+  settings = r2d2_settings.settings_from_gin()
 
   sequence = stock_agents.agent_setting('sequence_config')
   sequence_length = sequence.burn_in_steps + sequence.trace_length

@@ -59,8 +59,8 @@ from tf_agents.train.utils import train_utils
 
 from tfa_explore.agents import RndIntrinsicReward
 from tfa_explore.agents import RndPPOAgent
-from tfa_explore.agents import warm_up_observation_normalizer
 from tfa_explore.environments import suite_gymnasium
+from tfa_explore.experiments.warm_up import warm_up_observation_normalizer
 from tfa_explore.networks import DualValueNetwork
 from tfa_explore.networks import rnd_mlp_networks
 

@@ -10,7 +10,6 @@
 """
 
 import os
-import threading
 import time
 
 from absl.testing import absltest
@@ -163,21 +162,13 @@ class SingleMachineActorRestartTest(r2d2_tests._TestCase):  # pylint: disable=pr
     config.parse_gin([self.gin_file], [
         "r2d2.Settings.actor_mode = 'process'", 'NUM_ENV_STEPS = 1200',
         'r2d2.Settings.checkpoint_interval = 200'])
-    results = {}
-    run = threading.Thread(
-        target=lambda: results.update(r2d2.train_eval(root_dir=root_dir)))
-    run.start()
-    deadline = time.time() + 240
-    while faults.checkpoint_step(root_dir) < 200:
-      self.assertLess(time.time(), deadline, 'no checkpoint in 240 s')
-      self.assertTrue(run.is_alive())
-      time.sleep(0.2)
+    run = faults.RunThread(lambda: r2d2.train_eval(root_dir=root_dir))
+    run.wait_for_checkpoint(root_dir, 200, deadline=time.time() + 240)
     actors = [child for child in psutil.Process().children()
               if 'spawn_main' in ' '.join(child.cmdline())]
     self.assertLen(actors, 2)
     actors[0].kill()
-    run.join(timeout=300)
-    self.assertFalse(run.is_alive(), 'the run did not finish')
+    results = run.finish(timeout_seconds=300)
     self.assertGreaterEqual(results['EnvironmentSteps'], 1200)
     metrics = faults.final_metrics(os.path.join(root_dir, 'train'))
     self.assertEqual(metrics['Actors/restarts'], 1.0)

@@ -27,8 +27,14 @@ from tfa_explore import errors
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
                              recursive=True))
-RND_PPO_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo',
-                                              '*.gin')))
+# Variants of an on-policy file that run it distributed -> the file they
+# include (distributed lines only on top of it).
+DISTRIBUTED_VARIANTS = {'gin/rnd_ppo/mountaincar_distributed.gin':
+                            'gin/rnd_ppo/mountaincar.gin'}
+RND_PPO_FILES = sorted(
+    path for path in
+    glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', '*.gin'))
+    if os.path.relpath(path, REPO_ROOT) not in DISTRIBUTED_VARIANTS)
 R2D3_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', 'r2d3', '*.gin')))
 # Variants of a bonus file -> the bonus file they include (intrinsic lines
 # only on top of it).
@@ -97,6 +103,13 @@ def is_intrinsic_binding(key):
   return (any(selector == configurable or selector.endswith('.' + configurable)
               for configurable in INTRINSIC_CONFIGURABLES) or
           (selector, name) in INTRINSIC_PARAMETERS)
+
+
+def is_distributed_binding(key):
+  """Bindings a distributed variant may add to its one-process file."""
+  _, selector, name = key
+  return (selector == 'on_policy.Distributed' or
+          (selector, name) == ('runner.run_experiment', 'experiment'))
 
 
 def own_binding_lines(path):
@@ -230,6 +243,17 @@ class GinFilesTest(parameterized.TestCase):
                      f'ppo.ppo_clip_agent.learning_rate = {value}\n')
       self.assertIn(key[1:], own_binding_lines(changed))
       self.assertEqual(differing_bindings(rnd_path, changed), differing)
+
+  @parameterized.parameters(sorted(DISTRIBUTED_VARIANTS.items()))
+  def test_distributed_variant_is_its_base_plus_distributed_lines(
+      self, variant, base):
+    with open(os.path.join(REPO_ROOT, variant)) as f:
+      self.assertIn(f"include '{base}'", f.read())
+    others = [key for key in differing_bindings(
+        os.path.join(REPO_ROOT, variant), os.path.join(REPO_ROOT, base))
+              if not is_distributed_binding(key)]
+    self.assertEqual(others, [], f'{variant} changes more than how the '
+                     f'batch is collected: {others}')
 
   def test_every_r2d3_file_has_a_twin_or_a_reason(self):
     names = {_relative(path) for path in R2D3_FILES}

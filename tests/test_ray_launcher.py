@@ -1,6 +1,7 @@
 """The R2D2 roles as Ray actors on a local Ray cluster (loopback).
 
-The resource check, without Ray. Slow: a local cluster, the replay
+The shared Ray launcher's resource check (without Ray), port pick and
+role prefixes. Slow: a local cluster, the replay
 server, the learner and 2 actors as Ray actors on the tiny Counting-v0
 config; one actor process is SIGKILLed and Ray restarts it (counted in
 `Actors/restarts`); the run reaches its budget and the roles' logs hold
@@ -10,9 +11,7 @@ our progress lines.
 import glob
 import io
 import os
-import signal
 import tempfile
-import threading
 import time
 from unittest import mock
 
@@ -25,6 +24,8 @@ from absl.testing import absltest
 
 from tfa_explore import config
 from tfa_explore import errors
+from tfa_explore.experiments.distributed import ray_launch
+from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.r2d2 import ray_launcher
 from tfa_explore.testing import faults
 
@@ -36,9 +37,13 @@ class CheckResourcesTest(absltest.TestCase):
   class _Settings:
     num_actors = 16
 
+    def setting(self, name):
+      return f'r2d2.Settings.{name}'
+
   def _check(self, cluster, head, **requests):
     resources = ray_launcher.RayResources(**requests)
-    ray_launcher.check_resources(self._Settings(), resources, cluster, head)
+    ray_resources.check_resources(self._Settings(), resources, cluster,
+                                  head)
 
   def test_a_cluster_that_holds_every_role_passes(self):
     self._check({'CPU': 18.0}, {'CPU': 2.0})
@@ -78,7 +83,7 @@ class RolePrefixTest(absltest.TestCase):
     self.enter_context(mock.patch.dict(os.environ))
     os.environ.pop('RAY_COLOR_PREFIX', None)
     output = io.StringIO()  # a file, as `ray_launch.py ... 2> log` gives
-    ray_launcher.plain_role_prefixes([output])
+    ray_launch.plain_role_prefixes([output])
     # How Ray's driver prints a role's line.
     ray_worker.print_worker_logs(
         {'pid': 123, 'ip': '10.0.0.1', 'localhost': '10.0.0.1',
@@ -92,7 +97,7 @@ class PickServerPortTest(absltest.TestCase):
 
   def test_a_free_port_between_ray_workers_and_the_ephemeral_range(self):
     for _ in range(20):
-      port = ray_launcher.pick_server_port(ephemeral_start=32768)
+      port = ray_launch.pick_server_port(ephemeral_start=32768)
       self.assertBetween(port, 20000, 32767)
       self.assertTrue(portpicker.is_port_free(port))
 
@@ -100,7 +105,7 @@ class PickServerPortTest(absltest.TestCase):
     taken = iter([False, False, True])
     with mock.patch.object(portpicker, 'is_port_free',
                            side_effect=lambda port: next(taken)) as free:
-      port = ray_launcher.pick_server_port(ephemeral_start=32768)
+      port = ray_launch.pick_server_port(ephemeral_start=32768)
     self.assertEqual(free.call_count, 3)
     self.assertBetween(port, 20000, 32767)
 
@@ -108,16 +113,16 @@ class PickServerPortTest(absltest.TestCase):
     with mock.patch.object(portpicker, 'pick_unused_port',
                            return_value=40123):
       self.assertEqual(
-          ray_launcher.pick_server_port(ephemeral_start=20000), 40123)
+          ray_launch.pick_server_port(ephemeral_start=20000), 40123)
 
   def test_the_kernel_range_is_read_from_proc(self):
     handle, path = tempfile.mkstemp()
     with os.fdopen(handle, 'w') as f:
       f.write('40000\t60999\n')
     self.addCleanup(os.remove, path)
-    self.assertEqual(ray_launcher._ephemeral_ports_start(path), 40000)  # pylint: disable=protected-access
+    self.assertEqual(ray_launch._ephemeral_ports_start(path), 40000)  # pylint: disable=protected-access
     self.assertEqual(
-        ray_launcher._ephemeral_ports_start(path + '.missing'), 32768)  # pylint: disable=protected-access
+        ray_launch._ephemeral_ports_start(path + '.missing'), 32768)  # pylint: disable=protected-access
 
 
 # Hang guards, not speed checks: on a machine loaded 10 deep the cluster
@@ -138,53 +143,16 @@ class RayLauncherTest(r2d2_tests._TestCase):  # pylint: disable=protected-access
         'r2d2.RayResources.replay_server_num_cpus = 0.5',
         'r2d2.RayResources.learner_num_cpus = 0.5',
         'r2d2.RayResources.actor_num_cpus = 0.5'])
-    results, errors = {}, []
-
-    def run():
-      try:
-        results.update(ray_launcher.train_eval(root_dir))
-      except Exception as e:  # pylint: disable=broad-except
-        errors.append(e)
-    thread = threading.Thread(target=run)
-    thread.start()
-
-    def end_the_run():
-      # A run still going (the test failed) ends before the cluster goes:
-      # Ray torn down under a live driver thread crashed the process later.
-      if thread.is_alive() and ray.is_initialized():
-        for name in ('r2d2_learner', 'r2d2_actor_0', 'r2d2_actor_1',
-                     'r2d2_replay_server'):
-          try:
-            ray.kill(ray.get_actor(name), no_restart=True)
-          except ValueError:  # not started, or gone
-            pass
-        thread.join(timeout=_HANG_SECONDS)
-      if ray.is_initialized():
-        ray.shutdown()
-    self.addCleanup(end_the_run)
+    run = faults.RunThread(lambda: ray_launcher.train_eval(root_dir))
+    self.addCleanup(faults.end_ray_run, run, [
+        'r2d2_learner', 'r2d2_actor_0', 'r2d2_actor_1',
+        'r2d2_replay_server'], _HANG_SECONDS)
     deadline = time.time() + _HANG_SECONDS
-    logs_dir = None
-    while faults.checkpoint_step(root_dir) < 150:
-      if logs_dir is None and ray.is_initialized():
-        # Where Ray keeps the workers' output (it outlives the cluster).
-        logs_dir = ray._private.worker._global_node.get_logs_dir_path()  # pylint: disable=protected-access
-      self.assertLess(time.time(), deadline, 'no learner checkpoint')
-      self.assertTrue(thread.is_alive(), errors)
-      time.sleep(0.5)
-    actor = ray.get_actor('r2d2_actor_1')
-    old_pid = ray.get(actor.pid.remote())
-    os.kill(old_pid, signal.SIGKILL)
-    new_pid = None
-    while new_pid in (None, old_pid) and time.time() < deadline:
-      try:
-        new_pid = ray.get(actor.pid.remote(), timeout=10)
-      except (ray.exceptions.RayActorError,
-              ray.exceptions.GetTimeoutError):
-        time.sleep(0.5)
-    self.assertNotIn(new_pid, (None, old_pid), 'Ray did not restart it')
-    thread.join(timeout=_HANG_SECONDS)
-    self.assertFalse(thread.is_alive(), 'the run did not finish')
-    self.assertEqual(errors, [])
+    run.wait_for_checkpoint(root_dir, 150, deadline)
+    # Where Ray keeps the workers' output (it outlives the cluster).
+    logs_dir = ray._private.worker._global_node.get_logs_dir_path()  # pylint: disable=protected-access
+    faults.kill_ray_actor('r2d2_actor_1', deadline)
+    results = run.finish(timeout_seconds=_HANG_SECONDS)
     self.assertGreaterEqual(results['EnvironmentSteps'], 900)
     self.assertEqual(results['AverageReturn'], 21.0)  # Counting-v0, 6 steps
     self.assertTrue(os.path.isdir(

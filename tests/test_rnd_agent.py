@@ -24,6 +24,7 @@ from tfa_explore.agents import rnd_ppo
 from tfa_explore.agents.intrinsic import maths as rnd_maths
 from tfa_explore.agents.rnd_ppo import agent as agent_lib
 from tfa_explore.environments import batched
+from tfa_explore.experiments import warm_up as warm_up_lib
 from tfa_explore.testing import fake_envs
 
 NUM_ENVS = 4
@@ -410,7 +411,7 @@ class RndPPOAgentTest(_TestCase):
                             self.agent.policy.action(time_step).action)
 
   def test_warm_up_updates_only_rnd_normalizer(self):
-    seen = agents.warm_up_observation_normalizer(
+    seen = warm_up_lib.warm_up_observation_normalizer(
         agent=self.agent, environment=self.env, num_steps=5)
     self.assertEqual(seen, 5 * NUM_ENVS)
     self.assertAllClose(self.rnd.observation_normalizer.count(), [20.0])
@@ -424,7 +425,7 @@ class RndPPOAgentTest(_TestCase):
       agent = make_agent(self.env)
       py_env = batched.make_batched_env(fake_envs.load_counting,
                                         NUM_ENVS, seed=0)
-      seen = agents.warm_up_observation_normalizer(
+      seen = warm_up_lib.warm_up_observation_normalizer(
           agent=agent, environment=py_env, num_steps=5)
       normalizer = agent.intrinsic_reward.observation_normalizer
       return seen, normalizer.count(), [v.numpy() for v in
@@ -533,7 +534,7 @@ class RndPPOAgentTest(_TestCase):
                                                        'Normalizers/'))])
     # The warm-up is a no-op for the twin.
     self.assertEqual(
-        agents.warm_up_observation_normalizer(
+        warm_up_lib.warm_up_observation_normalizer(
             agent=twin, environment=self.env, num_steps=2), 2 * NUM_ENVS)
 
   def test_networks_fn_builds_the_pair(self):

@@ -32,7 +32,7 @@ class RolloutCollectorTest(_TestCase):
     policy = random_tf_policy.RandomTFPolicy(
         tensor_spec.from_spec(environment.time_step_spec()),
         tensor_spec.from_spec(environment.action_spec()))
-    metrics = on_policy._TrainMetrics(NUM_ENVS, 10)  # pylint: disable=protected-access
+    metrics = on_policy.TrainMetrics(NUM_ENVS, 10)
     collector = on_policy.RolloutCollector(environment, policy,
                                            ROLLOUT_LENGTH, metrics.as_list())
     first = collector.collect()

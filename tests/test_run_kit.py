@@ -9,14 +9,15 @@ A resume restores the optimizer through TF's deferred restoration (no
 access to the optimizer): its slot variables are filled from the
 checkpoint when the first `apply_gradients` creates them. The tests run
 each loop (on-policy PPO, the R2D2 learner), then rebuild its agent, restore
-the run's latest checkpoint with `run_kit.Checkpointer` as the loop does,
-create the slots as `apply_gradients` would, and compare them with the
+the run's latest checkpoint with `checkpointing.Checkpointer` as the loop
+does, create the slots as `apply_gradients` would, and compare them with the
 checkpoint's values; then they resume the loop itself and count Adam's
 iterations.
 """
 
 import glob
 import os
+import types
 
 from absl.testing import absltest
 import gin
@@ -28,6 +29,7 @@ from tf_agents.specs import tensor_spec
 
 from tfa_explore import config
 from tfa_explore import errors
+from tfa_explore.experiments import checkpointing
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import r2d2
 from tfa_explore.experiments import run_kit
@@ -90,7 +92,7 @@ class _TestCase(tf.test.TestCase):
     _, expected_iterations = latest_counters(run_dir)
     self.assertGreater(expected_iterations, 0)
     run = run_kit.RunDirectory(run_dir)
-    checkpointer = run_kit.Checkpointer(
+    checkpointer = checkpointing.Checkpointer(
         run, tf.Variable(0, dtype=tf.int64), policies={},
         train_step=agent.train_step_counter, max_to_keep=3, agent=agent)
     self.assertTrue(checkpointer.restore())
@@ -186,7 +188,7 @@ class CheckpointerTest(_TestCase):
                    **checkpointed):
     env_steps = tf.Variable(env_steps, dtype=tf.int64)
     train_step = tf.Variable(train_step, dtype=tf.int64)
-    return run_kit.Checkpointer(
+    return checkpointing.Checkpointer(
         run_kit.RunDirectory(root_dir), env_steps, policies={},
         train_step=train_step, max_to_keep=max_to_keep, env_steps=env_steps,
         **checkpointed)
@@ -570,6 +572,37 @@ class ProgressLogTest(absltest.TestCase):
     self.assertFalse(run_kit.crossed(100, 199, 100))
     self.assertFalse(run_kit.crossed(0, 500, 0))
     self.assertEqual(run_kit.format_duration(3725), '1:02:05')
+
+
+class IterationEndTest(absltest.TestCase):
+  """What both loops do at the end of an iteration, and at their start."""
+
+  def calls(self, previous_steps, current_steps, budget_spent=False):
+    done = []
+    run_kit.evaluate_and_checkpoint_when_due(
+        previous_steps, current_steps,
+        types.SimpleNamespace(eval_interval=100, checkpoint_interval=300),
+        budget_spent=budget_spent,
+        evaluate=lambda: done.append('evaluate'),
+        checkpoint=lambda: done.append('checkpoint'))
+    return done
+
+  def test_each_when_its_interval_was_crossed(self):
+    self.assertEqual(self.calls(250, 280), [])
+    self.assertEqual(self.calls(180, 220), ['evaluate'])
+    self.assertEqual(self.calls(280, 320), ['evaluate', 'checkpoint'])
+
+  def test_no_checkpoint_once_the_budget_is_spent(self):
+    # `finish` saves then, with the final evaluation.
+    self.assertEqual(self.calls(280, 320, budget_spent=True), ['evaluate'])
+
+  def test_global_seeds_repeat_tensorflow_and_numpy(self):
+    def draws(seed):
+      run_kit.set_global_seeds(seed)
+      return float(tf.random.uniform([])), float(np.random.uniform())
+    self.assertEqual(draws(3), draws(3))
+    # numpy takes the seed modulo 2**32.
+    self.assertEqual(draws(2**32 + 3)[1], draws(3)[1])
 
 
 class _BudgetEnv:

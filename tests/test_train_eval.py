@@ -641,6 +641,10 @@ class UserErrorTest(TestCase, parameterized.TestCase):
        'import tfa_explore.experiments.rnd_ppo', 'free',
        '`tfa_explore.experiments.rnd_ppo` is now '
        '`tfa_explore.experiments.ppo`: rename it in the gin file.'),
+      ('renamed_warm_up_module', CARTPOLE_GIN,
+       'import tfa_explore.agents.rnd_ppo.warm_up', 'free',
+       '`tfa_explore.agents.rnd_ppo.warm_up` is now '
+       '`tfa_explore.experiments.warm_up`: rename it in the gin file.'),
       ('ppo_zero_epochs', CARTPOLE_GIN, 'ppo.ppo_clip_agent.num_epochs = 0',
        'free', 'ppo.ppo_clip_agent: num_epochs must be >= 1, got 0.'),
       ('ppo_negative_learning_rate', CARTPOLE_GIN,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""One R2D2 actor of a multi-machine run.
+r"""One actor of a multi-machine R2D2 or on-policy run.
 
   python train/actor.py --task=0 --replay_server=HOST:PORT \
       --root_dir=runs/r2d2_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin
@@ -9,10 +9,12 @@ Actor `task` of `r2d2.Settings.num_actors` steps
 0.4^(1 + 7 j / (N - 1)), j = task * E + k, N = num_actors * E. It writes
 sequences to the replay server, reads
 the learner's weights from it, and stops when the learner has finished.
-Its summaries go to root_dir/actors/<task>.
+Its summaries go to root_dir/actors/<task>. An on-policy actor
+(`@on_policy.distributed_train_eval`) steps its share of
+`on_policy.Settings.num_envs` and writes one whole rollout per weights
+the learner publishes.
 """
 
-import functools
 import signal
 
 from absl import app
@@ -24,7 +26,7 @@ console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore import config
-from tfa_explore.experiments import r2d2
+from tfa_explore.experiments.distributed import launch
 
 _TASK = flags.DEFINE_integer('task', None, 'Actor index in [0, num_actors).',
                              required=True)
@@ -49,12 +51,12 @@ def main(argv):
   # with any stop), so Ctrl-C ends it at once and quietly, as SIGTERM does,
   # even while a Reverb call blocks (waiting for the learner's weights).
   signal.signal(signal.SIGINT, signal.SIG_DFL)
-  r2d2.run_job(
-      _GIN_FILES.value, _GIN_BINDINGS.value,
-      functools.partial(r2d2.run_actor, task=_TASK.value,
-                        replay_server=_REPLAY_SERVER.value,
-                        root_dir=_ROOT_DIR.value,
-                        incarnation=_INCARNATION.value))
+  launch.run_job(
+      _GIN_FILES.value, _GIN_BINDINGS.value, f'actor {_TASK.value}',
+      lambda roles, settings: roles.run_actor(
+          settings, _TASK.value, _REPLAY_SERVER.value, _ROOT_DIR.value,
+          incarnation=_INCARNATION.value),
+      replay_server=_REPLAY_SERVER.value)
 
 
 if __name__ == '__main__':

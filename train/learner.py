@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""The R2D2 learner of a multi-machine run.
+r"""The learner of a multi-machine R2D2 or on-policy run.
 
   python train/learner.py --replay_server=HOST:PORT \
       --root_dir=runs/r2d2_cartpole --gin_file=gin/r2d2/stateless_cartpole.gin
@@ -7,10 +7,11 @@ r"""The R2D2 learner of a multi-machine run.
 Trains from the replay server's prioritized sequences, publishes weights to
 the actors through its variables table, and writes the usual root_dir
 (operative_config.gin, train/, eval/, checkpoints/, policies/). Stops once
-the actors have taken NUM_ENV_STEPS env steps; rerunning resumes.
+the actors have taken NUM_ENV_STEPS env steps; rerunning resumes. The
+gin file's experiment says which family (`@r2d2.train_eval`,
+`@on_policy.distributed_train_eval`: whole rollouts of its latest weights
+instead of replayed sequences).
 """
-
-import functools
 
 from absl import app
 from absl import flags
@@ -21,7 +22,7 @@ console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore import config
-from tfa_explore.experiments import r2d2
+from tfa_explore.experiments.distributed import launch
 
 _REPLAY_SERVER = flags.DEFINE_string(
     'replay_server', None, 'host:port of train/replay_server.py.',
@@ -37,10 +38,11 @@ flags.adopt_module_key_flags(console)  # and --verbose
 def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
-  r2d2.run_job(
-      _GIN_FILES.value, _GIN_BINDINGS.value,
-      functools.partial(r2d2.run_learner, replay_server=_REPLAY_SERVER.value,
-                        root_dir=_ROOT_DIR.value))
+  launch.run_job(
+      _GIN_FILES.value, _GIN_BINDINGS.value, 'learner',
+      lambda roles, settings: roles.run_learner(
+          settings, _REPLAY_SERVER.value, _ROOT_DIR.value),
+      replay_server=_REPLAY_SERVER.value)
 
 
 if __name__ == '__main__':

@@ -49,6 +49,7 @@ import gin
 import tensorflow as tf
 
 from tfa_explore import config
+from tfa_explore.experiments import checkpointing
 from tfa_explore.experiments import run_kit
 from tfa_explore.utils import files
 from tfa_explore.utils import video
@@ -60,7 +61,7 @@ _ROOT_DIR = flags.DEFINE_string(
     'root_dir', None, 'A train_eval run directory; plays '
     'root_dir/policies/<--policy>.')
 _POLICY = flags.DEFINE_string(
-    'policy', run_kit.GREEDY_POLICY,
+    'policy', checkpointing.GREEDY_POLICY,
     'With --root_dir: the export under root_dir/policies to play '
     '(greedy_policy or collect_policy).')
 _NUM_EPISODES = flags.DEFINE_integer('num_episodes', 3, 'Episodes played.',
@@ -140,7 +141,7 @@ def main(argv):
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
   try:
     if _ROOT_DIR.value:
-      policy_dir = os.path.join(_ROOT_DIR.value, run_kit.POLICY_DIR,
+      policy_dir = os.path.join(_ROOT_DIR.value, checkpointing.POLICY_DIR,
                                 _POLICY.value)
       env_dir = _ROOT_DIR.value
     else:

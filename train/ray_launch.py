@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""Runs an R2D2 or R2D3 gin file on a Ray cluster, from its head node.
+r"""Runs an R2D2, R2D3 or distributed on-policy gin file on a Ray cluster.
 
   pip install 'tfa_explore[ray]'
   python train/ray_launch.py --root_dir=runs/r2d2_cartpole_ray \
@@ -9,7 +9,8 @@ r"""Runs an R2D2 or R2D3 gin file on a Ray cluster, from its head node.
 
 The replay server and the learner run on this node, the actors wherever
 the cluster has room; Ray restarts any of them that dies (see
-`tfa_explore/experiments/r2d2/ray_launcher.py` and docs/distributed.md).
+`tfa_explore/experiments/distributed/ray_launch.py` and
+docs/distributed.md).
 Without --ray_address a local Ray cluster is started for the run.
 Running the same command again resumes, as train/train_eval.py does.
 """
@@ -26,7 +27,7 @@ console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore import config
-from tfa_explore.experiments.r2d2 import ray_launcher
+from tfa_explore.experiments.distributed import ray_launch
 
 _ROOT_DIR = flags.DEFINE_string(
     'root_dir', None, 'Run directory on this (the head) node.', required=True)
@@ -42,11 +43,12 @@ def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
   with config.exit_codes():
-    logging.info('Starting: the R2D2 roles on Ray (gin: %s).',
+    logging.info('Starting: the roles on Ray (gin: %s).',
                  ' '.join(_GIN_FILES.value))
     config.parse_gin(_GIN_FILES.value, _GIN_BINDINGS.value)
-    ray_launcher.train_eval(_ROOT_DIR.value, _RAY_ADDRESS.value,
-                            verbose=console.verbose_requested(sys.argv))
+    ray_launch.train_eval(_ROOT_DIR.value, _RAY_ADDRESS.value,
+                          verbose=console.verbose_requested(sys.argv))
+
 
 if __name__ == '__main__':
   app.run(main, flags_parser=config.parse_flags)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-r"""Serves the Reverb tables of a multi-machine R2D2 run.
+r"""Serves the Reverb tables of a multi-machine R2D2 or on-policy run.
 
   python train/replay_server.py --port=8000 \
       --gin_file=gin/r2d2/stateless_cartpole.gin
@@ -12,9 +12,11 @@ With --checkpoint_dir the tables are checkpointed there whenever the
 learner checkpoints, and a server restarted with the same directory
 restores them (items, priorities, rate-limiter counts); actors and learner
 reconnect by themselves. Without it a restart starts from empty tables.
+An on-policy run's server (`@on_policy.distributed_train_eval`) holds only
+the weights and the rollouts in flight, and keeps no checkpoint.
 """
 
-import functools
+import sys
 
 from absl import app
 from absl import flags
@@ -25,7 +27,7 @@ console.configure(__name__)  # before TensorFlow loads: see console
 
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from tfa_explore import config
-from tfa_explore.experiments import r2d2
+from tfa_explore.experiments.distributed import launch
 
 _PORT = flags.DEFINE_integer('port', None, 'Port to serve on.', required=True)
 _CHECKPOINT_DIR = flags.DEFINE_string(
@@ -41,11 +43,11 @@ flags.adopt_module_key_flags(console)  # and --verbose
 def main(argv):
   if len(argv) > 1:
     raise SystemExit(f'Unexpected arguments: {argv[1:]}')
-  server = r2d2.run_job(
-      _GIN_FILES.value, _GIN_BINDINGS.value,
-      functools.partial(r2d2.make_replay_server, port=_PORT.value,
-                        checkpoint_dir=_CHECKPOINT_DIR.value))
-  r2d2.serve_until_stopped(server, _CHECKPOINT_DIR.value)
+  server = launch.run_job(
+      _GIN_FILES.value, _GIN_BINDINGS.value, 'replay server',
+      lambda roles, settings: roles.make_replay_server(
+          settings, _PORT.value, _CHECKPOINT_DIR.value))
+  sys.exit(launch.serve_until_stopped(server, _CHECKPOINT_DIR.value))
 
 
 if __name__ == '__main__':

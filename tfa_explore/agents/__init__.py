@@ -1,9 +1,10 @@
 """tfa_explore agents: TF-Agents `TFAgent`s for hard exploration.
 
 * `RndPPOAgent`: PPO-Clip with Random Network Distillation (Burda et al.
-  2018); `RndIntrinsicReward` is its intrinsic reward component and
-  `warm_up_observation_normalizer` the RND normaliser's warm-up. Any
-  `IntrinsicReward` (six members) takes RND's place.
+  2018); `RndIntrinsicReward` is its intrinsic reward component, whose
+  input statistics `experiments.warm_up` sets before training (it steps
+  an environment, so it stands with the loops). Any `IntrinsicReward`
+  (six members) takes RND's place.
 * `R2D2Agent`: recurrent replay distributed DQN (Kapturowski et al. 2019),
   trained on `PrioritizedSequences` with stored recurrent state; it can
   hold the same intrinsic rewards as an exploration bonus.
@@ -23,4 +24,3 @@ from tfa_explore.agents.r2d2 import SequenceConfig
 from tfa_explore.agents.r2d3 import MixedSequences
 from tfa_explore.agents.r2d3 import R2D3Agent
 from tfa_explore.agents.rnd_ppo import RndPPOAgent
-from tfa_explore.agents.rnd_ppo import warm_up_observation_normalizer

@@ -4,10 +4,12 @@
 |---|---|---|
 | a bad flag, gin file, binding or value (`ConfigError`) | 2 | one `ERROR:` line (the traceback first with --verbose) |
 | SIGINT/SIGTERM in a loop, run saved (`stop_signals.RunStopped`) | 128 + n | one line on what was saved |
+| SIGINT/SIGTERM to a replay server, tables saved (`signal_exit_code`) | 128 + n | one line on what was saved |
 | Ctrl-C outside a loop (start-up, an actor) | 130 | one line: nothing to save |
 
 A binary runs its work inside `exit_codes()` and parses its flags with
-`parse_flags`.
+`parse_flags`; work that ends on a signal without raising (the replay
+server's) returns `signal_exit_code` for the binary to exit with.
 """
 
 import contextlib
@@ -62,12 +64,18 @@ def exit_with_config_error(error: errors.ConfigError) -> None:
   sys.exit(errors.CONFIG_ERROR_EXIT_CODE)
 
 
+def signal_exit_code(signum: int) -> int:
+  """128 + `signum` (130, 143): as a shell reports a process the signal
+  ended, for a process that caught it and stopped in order."""
+  return 128 + signum
+
+
 def exit_interrupted() -> None:
   """Ctrl-C where no loop holds the signals (`stop_signals.StopSignals`:
   start-up, an actor): nothing to save; one line, exit 130."""
   logging.warning('Stopped by SIGINT outside a training loop: nothing to '
                   'save.')
-  sys.exit(128 + signal.SIGINT)
+  sys.exit(signal_exit_code(signal.SIGINT))
 
 
 def exit_stopped(stopped: stop_signals.RunStopped) -> None:

@@ -3,14 +3,16 @@
 The gin file chooses the experiment by binding
 `run_experiment.experiment = @on_policy.train_eval` (no string dispatch).
 Each family declares its experiment (`declare_experiment`): the
-`train_eval(root_dir)` the gin file names and its checks before the run.
+`train_eval(root_dir)` the gin file names and its checks before the run
+(a distributed family: also its roles, which the role binaries and Ray
+run).
 Its settings (`env_loader`, `agent_fn`, `num_env_steps`, `seed`, ...) are
 the fields of its family's settings dataclass (`on_policy.Settings.*`,
 `r2d2.Settings.*`, both `settings.RunSettings`); tools (play_policy, the
 gin-file tests) read them with `experiment_setting`.
 """
 
-from typing import Callable, Dict, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence
 
 from absl import logging
 import gin
@@ -31,9 +33,13 @@ class Experiment(NamedTuple):
       raises `ConfigError` at the first bad value (its settings, one env and
       the agent built on its specs). Called before root_dir is locked and
       the run's first line logged, so a refused run writes nothing.
+    roles: for an experiment that also runs as separate processes (a
+      Reverb server, actors, a learner: the role binaries and Ray), its
+      `experiments.distributed.roles.Roles`; None for one process only.
   """
   train_eval: Callable[..., object]
   check_before_start: Callable[[], None]
+  roles: Optional[Any] = None
 
 
 # Every declared experiment by its gin configurable (the wrapper gin
@@ -43,13 +49,15 @@ _EXPERIMENTS: Dict[Callable[..., object], Experiment] = {}
 
 def declare_experiment(
     train_eval: Callable[..., object],
-    check_before_start: Callable[[], None]) -> Experiment:
+    check_before_start: Callable[[], None],
+    roles: Optional[Any] = None) -> Experiment:
   """Declares `train_eval` (a gin configurable) an experiment.
 
-  A family's module calls it once, beside the two functions; only a
-  declared experiment can be bound to `run_experiment.experiment`.
+  A family's module calls it once, beside the two functions (and its
+  `roles`, if it runs as several processes); only a declared experiment
+  can be bound to `run_experiment.experiment`.
   """
-  experiment = Experiment(train_eval, check_before_start)
+  experiment = Experiment(train_eval, check_before_start, roles)
   _EXPERIMENTS[train_eval] = experiment
   return experiment
 

@@ -169,6 +169,7 @@ RENAMED = (
     ('rnd_ppo.rnd_ppo_agent', 'ppo.ppo_clip_agent'),
     ('tfa_explore.experiments.rnd_ppo', 'tfa_explore.experiments.ppo'),
     ('tfa_explore.experiments.runner', 'tfa_explore.config.experiment'),
+    ('tfa_explore.agents.rnd_ppo.warm_up', 'tfa_explore.experiments.warm_up'),
 )
 
 

@@ -19,7 +19,6 @@ from typing import Any, Callable, Dict, Optional
 
 from absl import logging
 import gin
-import numpy as np
 import tensorflow as tf
 from tf_agents.environments import py_environment
 from tf_agents.environments import tf_py_environment
@@ -30,10 +29,12 @@ from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
 from tfa_explore import errors
+from tfa_explore.agents import ppo_clip
 from tfa_explore.config import experiment as experiment_lib
 from tfa_explore.environments import batched
 from tfa_explore.environments import exploration
 from tfa_explore.environments import run_context
+from tfa_explore.experiments import checkpointing
 from tfa_explore.experiments import metrics as loop_metrics
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
@@ -107,10 +108,9 @@ def train_eval(root_dir: str,
     errors.ConfigError: a count or interval below 1 (naming the gin
       setting), or root_dir taken by another run or not writable.
   """
-  settings = settings or settings_lib.from_gin(Settings)
+  settings = settings or settings_lib.build_from_gin(Settings)
   run_kit.set_tf_threads(settings.tf_threads)
-  tf.random.set_seed(settings.seed)
-  np.random.seed(settings.seed % 2**32)
+  run_kit.set_global_seeds(settings.seed)
   run = run_kit.RunDirectory(root_dir)
   num_episodes = run_kit.episode_budget(
       settings.num_episodes, settings.env_loader, settings.seed,
@@ -122,95 +122,34 @@ def train_eval(root_dir: str,
   action_spec = tensor_spec.from_spec(collect_py_env.action_spec())
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
-  agent = _make_agent(settings, time_step_spec, action_spec, train_step)
+  agent = make_agent(settings, time_step_spec, action_spec, train_step)
 
-  metrics = _TrainMetrics(settings.num_envs, settings.return_buffer_episodes)
+  metrics = TrainMetrics(settings.num_envs, settings.return_buffer_episodes)
   env_steps = metrics.env_steps.environment_steps
 
-  checkpointer = run_kit.Checkpointer(
-      run, env_steps,
-      policies={run_kit.GREEDY_POLICY: agent.policy,
-                run_kit.COLLECT_POLICY: agent.collect_policy},
-      train_step=train_step, max_to_keep=settings.max_checkpoints_to_keep,
-      agent=agent,
-      train_metrics=metric_utils.MetricsGroup(metrics.as_list(),
-                                              'train_metrics'))
+  checkpointer = make_checkpointer(settings, run, agent, train_step, metrics)
   resumed = checkpointer.restore()
   run.write_operative_config(step=env_steps)
   if not resumed and settings.pre_training_fn is not None:
     settings.pre_training_fn(agent=agent, environment=collect_py_env)
-  evaluator = evaluation.Evaluator(
-      agent.policy, settings.env_loader, settings.num_eval_episodes,
-      settings.seed, run.eval_writer,
-      success_threshold=settings.eval_success_threshold)
+  loop = TrainLoop(settings, run, agent, metrics, checkpointer, num_episodes)
   collector = RolloutCollector(collect_py_env, agent.collect_policy,
                                settings.rollout_length, metrics.as_list())
-  train = common.function(agent.train, autograph=False)
 
-  progress = run_kit.ProgressLog(settings.num_env_steps,
-                                 settings.log_interval,
-                                 num_episodes=num_episodes)
-  last_eval = None
   with stop_signals.StopSignals() as stop:
-    while (int(env_steps) < settings.num_env_steps and
-           not stop.requested and (
-               num_episodes is None or
-               int(metrics.episodes.result()) < num_episodes)):
+    while loop.running(stop):
       previous_steps = int(env_steps)
       previous_terminated = int(metrics.terminated.result())
       iteration_start = time.time()
       experience = collector.collect()
-      with run.train_writer.as_default(), tf.summary.record_if(True):
-        # Default step for summaries an agent writes without an explicit step.
-        tf.summary.experimental.set_step(env_steps)
-        loss_info = train(experience)
-        current_steps = int(env_steps)
-        tf.summary.scalar(f'{summaries.LOSSES}/total_loss', loss_info.loss,
-                          step=train_step)
-        terminated = int(metrics.terminated.result())
-        summaries.scalars(summaries.METRICS, dict(
-            metrics.results(),
-            EnvironmentSteps=current_steps,
-            StepsPerSecond=((current_steps - previous_steps) /
-                            max(time.time() - iteration_start, 1e-9)),
-            TerminatedEpisodesPerIteration=terminated - previous_terminated,
-        ), step=current_steps)
-        exploration_values = exploration.summarize(
-            batched.last_infos(collect_py_env))
-        if exploration_values:
-          summaries.scalars(summaries.EXPLORATION, exploration_values,
-                            step=current_steps)
-
-      episodes = int(metrics.episodes.result())
-      progress.iteration_done(current_steps, episodes=episodes)
-      if progress.due(previous_steps, current_steps, episodes):
-        progress.log(current_steps, {
-            'recent return': (f'{float(metrics.average_return.result()):.2f} '
-                              f'({episodes} episodes)'),
-            'loss': f'{float(loss_info.loss):.4f}'}, episodes=episodes)
-        run.train_writer.flush()
-      if run_kit.crossed(previous_steps, current_steps,
-                         settings.eval_interval):
-        last_eval = evaluator(current_steps)
-      # At the budget's end `finish` saves, once, with the final eval.
-      budget_spent = current_steps >= settings.num_env_steps or (
-          num_episodes is not None and episodes >= num_episodes)
-      if (run_kit.crossed(previous_steps, current_steps,
-                          settings.checkpoint_interval) and not budget_spent):
-        checkpointer.save()
+      loop.train(experience, previous_steps, previous_terminated,
+                 iteration_start,
+                 exploration.summarize(batched.last_infos(collect_py_env)))
+      loop.iteration_done(previous_steps)
 
   _close(collect_py_env)
   # After the collect envs closed: their journals are complete.
-  run_context.end_of_run(run.root_dir, num_episodes)
-  if stop.requested:
-    # What the run did is kept; no final evaluation (the run did not end).
-    if not checkpointer.saved_at(int(env_steps)):
-      checkpointer.save()
-    evaluator.close()
-    run.release()
-    raise stop_signals.RunStopped(stop.signum, int(env_steps))
-  return run_kit.finish(evaluator, checkpointer, run, int(env_steps),
-                        last_eval)
+  return loop.end(stop)
 
 
 def _close(environment) -> None:
@@ -222,17 +161,156 @@ def _close(environment) -> None:
     logging.warning('Closing the collect envs: %s', e)
 
 
-def _make_agent(settings: Settings, time_step_spec, action_spec, train_step):
+def make_checkpointer(settings: Settings, run: run_kit.RunDirectory, agent,
+                      train_step, metrics: 'TrainMetrics'
+                      ) -> checkpointing.Checkpointer:
+  """The loop's checkpoints: agent, train step, the collect metrics
+  (with the env step count) and the policy exports."""
+  return checkpointing.Checkpointer(
+      run, metrics.env_steps.environment_steps,
+      policies={checkpointing.GREEDY_POLICY: agent.policy,
+                checkpointing.COLLECT_POLICY: agent.collect_policy},
+      train_step=train_step, max_to_keep=settings.max_checkpoints_to_keep,
+      agent=agent,
+      train_metrics=metric_utils.MetricsGroup(metrics.as_list(),
+                                              'train_metrics'))
+
+
+class TrainLoop:
+  """What an on-policy loop does around each collected batch.
+
+  `train` on the `[num_envs, rollout_length]` batch, with the `Metrics/`
+  and `Losses/total_loss` summaries; `iteration_done`: the progress line,
+  evaluation and checkpoint when due; `end`: the final evaluation and
+  checkpoint (`run_kit.finish`), or the save of a stopped run. The loop in
+  one process (`train_eval`) and the learner of the distributed one
+  (`on_policy_distributed.learner`) run the same steps; only where the
+  batch comes from differs.
+  """
+
+  def __init__(self, settings: Settings, run: run_kit.RunDirectory, agent,
+               metrics: 'TrainMetrics',
+               checkpointer: checkpointing.Checkpointer,
+               num_episodes: Optional[int]):
+    self._settings = settings
+    self._run = run
+    self._agent = agent
+    self._metrics = metrics
+    self._env_steps = metrics.env_steps.environment_steps
+    self._checkpointer = checkpointer
+    self._num_episodes = num_episodes
+    self._evaluator = evaluation.Evaluator(
+        agent.policy, settings.env_loader, settings.num_eval_episodes,
+        settings.seed, run.eval_writer,
+        success_threshold=settings.eval_success_threshold)
+    self._train = common.function(agent.train, autograph=False)
+    self._progress = run_kit.ProgressLog(settings.num_env_steps,
+                                         settings.log_interval,
+                                         num_episodes=num_episodes)
+    self._last_eval = None
+    self._loss_info = None
+
+  def running(self, stop) -> bool:
+    """Budget left (env steps and episodes) and no stop signal."""
+    return (int(self._env_steps) < self._settings.num_env_steps and
+            not stop.requested and not self._episodes_spent())
+
+  def _episodes_spent(self) -> bool:
+    return (self._num_episodes is not None and
+            int(self._metrics.episodes.result()) >= self._num_episodes)
+
+  def train(self, experience, previous_steps: int, previous_terminated: int,
+            iteration_start: float,
+            exploration_values: Optional[Dict[str, float]] = None):
+    """`agent.train(experience)` with the iteration's summaries.
+
+    Args:
+      experience: the `[num_envs, rollout_length]` batch, already seen by
+        the collect metrics.
+      previous_steps: env steps before the batch was collected.
+      previous_terminated: `TerminatedEpisodes` before it.
+      iteration_start: `time.time()` when its collection started.
+      exploration_values: `Exploration/` scalars of the collect envs.
+
+    Returns:
+      The agent's `LossInfo`.
+    """
+    metrics = self._metrics
+    with self._run.train_writer.as_default(), tf.summary.record_if(True):
+      # Default step for summaries an agent writes without an explicit step.
+      tf.summary.experimental.set_step(self._env_steps)
+      loss_info = self._train(experience)
+      current_steps = int(self._env_steps)
+      tf.summary.scalar(f'{summaries.LOSSES}/total_loss', loss_info.loss,
+                        step=self._agent.train_step_counter)
+      terminated = int(metrics.terminated.result())
+      summaries.scalars(summaries.METRICS, dict(
+          metrics.results(),
+          EnvironmentSteps=current_steps,
+          StepsPerSecond=((current_steps - previous_steps) /
+                          max(time.time() - iteration_start, 1e-9)),
+          TerminatedEpisodesPerIteration=terminated - previous_terminated,
+      ), step=current_steps)
+      if exploration_values:
+        summaries.scalars(summaries.EXPLORATION, exploration_values,
+                          step=current_steps)
+    self._loss_info = loss_info
+    return loss_info
+
+  def iteration_done(self, previous_steps: int) -> None:
+    """The progress line, evaluation and checkpoint, each when due."""
+    settings = self._settings
+    current_steps = int(self._env_steps)
+    episodes = int(self._metrics.episodes.result())
+    self._progress.iteration_done(current_steps, episodes=episodes)
+    if self._progress.due(previous_steps, current_steps, episodes):
+      self._progress.log(current_steps, {
+          'recent return': (
+              f'{float(self._metrics.average_return.result()):.2f} '
+              f'({episodes} episodes)'),
+          'loss': f'{float(self._loss_info.loss):.4f}'}, episodes=episodes)
+      self._run.train_writer.flush()
+    run_kit.evaluate_and_checkpoint_when_due(
+        previous_steps, current_steps, settings,
+        budget_spent=(current_steps >= settings.num_env_steps or
+                      self._episodes_spent()),
+        evaluate=self._evaluate, checkpoint=self._checkpointer.save)
+
+  def _evaluate(self) -> None:
+    self._last_eval = self._evaluator(int(self._env_steps))
+
+  def end(self, stop) -> Dict[str, float]:
+    """The final evaluation and checkpoint; a stopped run saved instead.
+
+    Call after the collect envs closed: their journals are complete.
+
+    Raises:
+      stop_signals.RunStopped: `stop` was requested (what the run did is
+        saved; no final evaluation: the run did not end).
+    """
+    env_steps = int(self._env_steps)
+    run_context.end_of_run(self._run.root_dir, self._num_episodes)
+    if stop.requested:
+      if not self._checkpointer.saved_at(env_steps):
+        self._checkpointer.save()
+      self._evaluator.close()
+      self._run.release()
+      raise stop_signals.RunStopped(stop.signum, env_steps)
+    return run_kit.finish(self._evaluator, self._checkpointer, self._run,
+                          env_steps, self._last_eval)
+
+
+def make_agent(settings: Settings, time_step_spec, action_spec, train_step):
   """`agent_fn`'s agent, checked against the batch it will train on."""
   agent = settings.agent_fn(time_step_spec=time_step_spec,
                             action_spec=action_spec,
                             train_step_counter=train_step)
-  # A train batch is one sequence per env: an agent that splits it into
-  # minibatches says here, not at its first train step, if it cannot.
-  check_batch_size = getattr(agent, 'check_batch_size', None)
-  if check_batch_size is not None:
+  # A train batch is one sequence per env: our PPO agents cut their
+  # minibatches along the envs, and say here, not at their first train
+  # step, when the envs are too few.
+  if isinstance(agent, ppo_clip.EpochLoopPPOClipAgent):
     try:
-      check_batch_size(settings.num_envs)
+      agent.check_batch_size(settings.num_envs)
     except ValueError as e:
       raise errors.ConfigError(
           f'{settings.setting("num_envs")} = {settings.num_envs} is too few '
@@ -253,7 +331,7 @@ def check_before_start() -> None:
   Raises:
     errors.ConfigError: the first bad value, naming its gin parameter.
   """
-  settings = settings_lib.from_gin(Settings)
+  settings = settings_lib.build_from_gin(Settings)
   # Before the agent below runs TensorFlow's first op: the thread pools
   # can only be sized until then.
   run_kit.set_tf_threads(settings.tf_threads)
@@ -263,8 +341,8 @@ def check_before_start() -> None:
     action_spec = tensor_spec.from_spec(env.action_spec())
   finally:
     env.close()
-  _make_agent(settings, time_step_spec, action_spec,
-              tf.Variable(0, dtype=tf.int64, name='train_step'))
+  make_agent(settings, time_step_spec, action_spec,
+             tf.Variable(0, dtype=tf.int64, name='train_step'))
 
 
 EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start)
@@ -341,13 +419,23 @@ class RolloutCollector:
         self._time_step, self._policy_state)
     return experience
 
+  def restart(self) -> None:
+    """The next rollout starts new episodes from a reset of the envs.
+
+    For a collector whose last rollout was lost (a distributed actor's
+    replay server went away): its episodes would otherwise go on from
+    steps no batch holds.
+    """
+    self._py_environment.reset()
+    self._time_step = None
+
 
 def _swap_leading_axes(tensor):
   rank = tensor.shape.rank
   return tf.transpose(tensor, [1, 0] + list(range(2, rank)))
 
 
-class _TrainMetrics:
+class TrainMetrics:
   """The collect metrics, by name (checkpointed with the agent)."""
 
   def __init__(self, num_envs: int, return_buffer_episodes: int):

@@ -78,8 +78,8 @@ class RunSettings:
                        minimum=minimum)
 
 
-def from_gin(settings_class: Type[SettingsType]) -> SettingsType:
-  """`settings_class()` from the parsed gin config.
+def build_from_gin(settings_class: Type[SettingsType]) -> SettingsType:
+  """Builds `settings_class()` from the parsed gin config, checked.
 
   Raises:
     errors.ConfigError: a required setting is unbound or a value is out of

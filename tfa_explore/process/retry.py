@@ -47,7 +47,8 @@ class ServerWait:
 
   def __init__(self, address: str, role: str, retry_seconds: float,
                should_stop: Callable[[], bool] = lambda: False,
-               sleep: Callable[[float], None] = time.sleep):
+               sleep: Callable[[float], None] = time.sleep,
+               setting: str = 'r2d2.Settings.replay_retry_seconds'):
     """Creates the wait.
 
     Args:
@@ -57,12 +58,14 @@ class ServerWait:
       should_stop: polled between retries; True ends the wait early
         (returns False from `wait`), e.g. a launcher stopping its actors.
       sleep: `time.sleep` (tests pass a fake one).
+      setting: the gin binding of `retry_seconds`, named when it gives up.
     """
     self._address = address
     self._role = role
     self._retry_seconds = retry_seconds
     self._should_stop = should_stop
     self._sleep = sleep
+    self._setting = setting
     self.num_waits = 0
 
   def wait_until_reachable(self) -> bool:
@@ -96,7 +99,7 @@ class ServerWait:
       if waited >= self._retry_seconds:
         raise ReplayServerLost(
             f'The replay server at {self._address} did not answer for '
-            f'{waited:.0f} s (r2d2.Settings.replay_retry_seconds = '
+            f'{waited:.0f} s ({self._setting} = '
             f'{self._retry_seconds:.0f}); the {self._role} stops. Last '
             f'error: {first_line}') from error
       logging.warning(

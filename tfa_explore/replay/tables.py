@@ -202,6 +202,15 @@ def _start_keeper(checkpoint_dir: str) -> None:
       _KEEPERS[key] = CheckpointKeeper(checkpoint_dir).start()
 
 
+def insert_whole(writer, table: str, step) -> None:
+  """Appends `step` (a nest) to a Reverb `TrajectoryWriter` and inserts it
+  alone, as one item of `table` with priority 1: an actor's report, an
+  on-policy actor's whole rollout."""
+  writer.append(step)
+  writer.create_item(table, 1.0, tf.nest.map_structure(
+      lambda column: column[-1], writer.history))
+
+
 def table_sizes(client: reverb.Client) -> Dict[str, int]:
   """{table name: items in it} of `client`'s server.
 

@@ -17,6 +17,10 @@ for `tests/test_fault_tolerance.py` to assert and
 
 The learner's checkpoints (numbered by env steps) are the clock: they are
 files, read without a client.
+
+`RunThread` and the Ray helpers serve the tests that kill an actor of a
+run launched in-process (one machine's actor pool, a local Ray cluster),
+whatever the family.
 """
 
 import dataclasses
@@ -26,8 +30,9 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
-from typing import Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import reverb
 
@@ -77,6 +82,92 @@ def checkpoint_step(root_dir: str) -> int:
   return int(match.group(1)) if match else -1
 
 
+class RunThread(threading.Thread):
+  """A run (`run()` -> its final evaluation) in a thread of the test.
+
+  Attributes:
+    results: the final evaluation, once the run returned.
+    failures: what the run raised.
+  """
+
+  def __init__(self, run: Callable[[], Dict[str, Any]]):
+    super().__init__(name='run_under_test', daemon=True)
+    self._run = run
+    self.results = {}
+    self.failures = []
+    self.start()
+
+  def run(self):
+    try:
+      self.results.update(self._run())
+    except Exception as e:  # pylint: disable=broad-except
+      self.failures.append(e)
+
+  def wait_for_checkpoint(self, root_dir: str, env_step: int,
+                          deadline: float) -> None:
+    """Returns once the learner checkpointed at `env_step` or later.
+
+    Raises:
+      AssertionError: the run ended first, or `deadline` (time.time())
+        passed.
+    """
+    while checkpoint_step(root_dir) < env_step:
+      if not self.is_alive():
+        raise AssertionError(f'The run ended before a checkpoint at env '
+                             f'step {env_step}: {self.failures}')
+      if time.time() > deadline:
+        raise AssertionError(f'No checkpoint at env step {env_step} in time.')
+      time.sleep(0.2)
+
+  def finish(self, timeout_seconds: float) -> Dict[str, Any]:
+    """The run's final evaluation; AssertionError if it hung or raised."""
+    self.join(timeout=timeout_seconds)
+    if self.is_alive():
+      raise AssertionError('The run did not finish.')
+    if self.failures:
+      raise AssertionError(f'The run failed: {self.failures!r}')
+    return self.results
+
+
+def kill_ray_actor(name: str, deadline: float) -> int:
+  """SIGKILLs the process of the named Ray actor (a `ray_launch` role with
+  `pid()`); returns once Ray restarted it, with the new pid.
+
+  Raises:
+    AssertionError: Ray did not restart it before `deadline`.
+  """
+  import ray  # pylint: disable=g-import-not-at-top
+  actor = ray.get_actor(name)
+  old_pid = ray.get(actor.pid.remote())
+  os.kill(old_pid, signal.SIGKILL)
+  new_pid = None
+  while new_pid in (None, old_pid):
+    if time.time() > deadline:
+      raise AssertionError(f'Ray did not restart {name}.')
+    try:
+      new_pid = ray.get(actor.pid.remote(), timeout=10)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+      time.sleep(0.5)
+  return new_pid
+
+
+def end_ray_run(run: RunThread, role_names: Sequence[str],
+                timeout_seconds: float) -> None:
+  """A test's clean-up: a run still going (the test failed) ends before
+  the cluster goes (Ray torn down under a live driver thread crashed the
+  process later), then the cluster."""
+  import ray  # pylint: disable=g-import-not-at-top
+  if run.is_alive() and ray.is_initialized():
+    for name in role_names:
+      try:
+        ray.kill(ray.get_actor(name), no_restart=True)
+      except ValueError:  # not started, or gone
+        pass
+    run.join(timeout=timeout_seconds)
+  if ray.is_initialized():
+    ray.shutdown()
+
+
 def replay_checkpoints(checkpoint_dir: str) -> List[str]:
   """Complete Reverb checkpoints (with their DONE file), oldest first."""
   return sorted(os.path.dirname(path) for path in
@@ -98,8 +189,10 @@ def final_metrics(summary_dir: str) -> Dict[str, float]:
   return {tag: value for tag, (_, value) in latest.items()}
 
 
-class _Roles:
-  """The processes of the run, their commands and logs."""
+class RoleProcesses:
+  """The role binaries of a run on loopback (replay server, learner,
+  `num_actors` actors), their commands and logs: `start(role)`,
+  `kill(role)`, `log(role)`, `stop_all()`."""
 
   def __init__(self, gin_file, root_dir, replay_dir, port, log_dir,
                num_actors):
@@ -182,7 +275,8 @@ def run_three_role_scenario(gin_file: str, workdir: str, port: int,
   replay_dir = os.path.join(workdir, 'replay_checkpoints')
   log_dir = os.path.join(workdir, 'logs')
   os.makedirs(log_dir, exist_ok=True)
-  roles = _Roles(gin_file, root_dir, replay_dir, port, log_dir, num_actors)
+  roles = RoleProcesses(gin_file, root_dir, replay_dir, port, log_dir,
+                        num_actors)
   start = time.monotonic()
   deadline = start + timeout_seconds
 

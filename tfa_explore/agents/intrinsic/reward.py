@@ -16,7 +16,11 @@ asks (both families, RND-PPO and the R2D2 bonuses, call only these):
   agent's minibatches) and one optimisation step on a minibatch of it;
 * `observe(observations)`: the statistics of its inputs, fed by the
   warm-up and by each batch after the agent's update;
-* `write_summaries(...)`: its `Intrinsic/` and `Normalizers/` scalars.
+* `write_summaries(...)`: its `Intrinsic/` and `Normalizers/` scalars;
+* `acting_variables`: the part of its state a distributed learner
+  publishes to its actors with the policy's weights (RND's: the input
+  statistics), so that each actor's copy of the agent is the learner's
+  but for what only training reads.
 
 Its state (networks, optimizer, statistics) is tracked by the agent that
 holds it, so `tf.train.Checkpoint(agent=...)` saves it; it builds its
@@ -107,6 +111,11 @@ class IntrinsicReward(tf.Module):
                       update_fraction) -> None:
     """Writes the reward statistics over the rows with weight > 0."""
     raise NotImplementedError
+
+  @property
+  def acting_variables(self) -> Tuple[tf.Variable, ...]:
+    """Variables a distributed learner publishes to its actors; none."""
+    return ()
 
 
 class RndIntrinsicReward(IntrinsicReward):
@@ -343,6 +352,11 @@ class RndIntrinsicReward(IntrinsicReward):
 
   def observe(self, observations):
     self._observation_normalizer.update(self.raw_inputs(observations))
+
+  @property
+  def acting_variables(self):
+    """The observation normaliser's statistics (section 2.4)."""
+    return tuple(self._observation_normalizer.variables)
 
   def write_summaries(self, step, rewards, weights, update_fraction,
                       moments=None):

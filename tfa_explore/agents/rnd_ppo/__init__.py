@@ -5,4 +5,3 @@ from tfa_explore.agents.intrinsic import IntrinsicReward
 from tfa_explore.agents.intrinsic import RndIntrinsicReward
 from tfa_explore.agents.rnd_ppo.agent import RndPPOAgent
 from tfa_explore.agents.rnd_ppo.agent import RndPPOLossInfo
-from tfa_explore.agents.rnd_ppo.warm_up import warm_up_observation_normalizer

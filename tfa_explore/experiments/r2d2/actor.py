@@ -13,7 +13,6 @@ Steps an actor took but had not reported when it died are not counted
 (at most `actor_update_period` per actor).
 """
 
-import contextlib
 import os
 import time
 
@@ -24,15 +23,15 @@ import tensorflow as tf
 from tf_agents.policies import py_tf_eager_policy
 from tf_agents.trajectories import trajectory as trajectory_lib
 
-from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
-from tfa_explore.process import run_lock
+from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.process import retry
 from tfa_explore.replay import sequence_storage
+from tfa_explore.replay import tables
 
-ACTOR_DIR = 'actors'
+ACTOR_DIR = actor_pool.ACTOR_DIR
 ACTOR = 'Actor'
 
 # An actor told to stop by its launcher flushes and reports for at most
@@ -49,13 +48,10 @@ class _ProgressWriter:
 
   def report(self, env_steps, slot=-1, episode_return=0.0, episode_length=0,
              stopped=False):
-    self._writer.append(builder_lib.progress_report(
-        self._task, env_steps, slot, episode_return, episode_length,
-        stopped))
-    self._writer.create_item(
-        builder_lib.PROGRESS_TABLE, 1.0,
-        tf.nest.map_structure(lambda column: column[-1],
-                              self._writer.history))
+    tables.insert_whole(self._writer, builder_lib.PROGRESS_TABLE,
+                        builder_lib.progress_report(
+                            self._task, env_steps, slot, episode_return,
+                            episode_length, stopped))
 
   def close(self, timeout_ms: int) -> None:
     try:
@@ -132,8 +128,8 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
     root_dir: if set, actor summaries go to root_dir/actors/<task>.
     stop_event: optional `threading.Event` to stop early.
     incarnation: how many times this task was restarted; env j is seeded
-      `seed + j + incarnation * num_slots`, so a restarted actor does not
-      replay its predecessor's episodes.
+      `seed + j + incarnation * num_slots` (`actor_pool.actor_envs`), so a
+      restarted actor does not replay its predecessor's episodes.
 
   Returns:
     Env steps this actor took (all its environments).
@@ -141,19 +137,7 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
   if not 0 <= task < settings.num_actors:
     raise ValueError(
         f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
-  lock = contextlib.nullcontext()
-  if root_dir is not None:
-    # One process per task: a second actor with the same task (a copy-paste
-    # of a command) would repeat its epsilons and double-count its steps.
-    # The lock is the process's, so a restarted actor thread retakes it.
-    try:
-      lock = run_lock.RunLock(
-          os.path.join(root_dir, ACTOR_DIR, str(task))).acquire()
-    except errors.RunDirectoryError as e:
-      raise errors.ConfigError(
-          f'Actor --task={task} of this run is already running: '
-          f'{errors.user_message(e)}') from e
-  with lock:
+  with actor_pool.actor_lock(root_dir, task):
     return _run_actor(settings, task, replay_server, root_dir, stop_event,
                       incarnation)
 
@@ -163,15 +147,14 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
   """`run_actor`'s loop, once the task is known to be this one's."""
   builder = builder_lib.Builder(settings)
   num_envs = settings.envs_per_actor
-  first_slot = task * num_envs
+  envs = actor_pool.actor_envs(task, settings.num_actors, num_envs,
+                               settings.seed, incarnation)
   # Envs that keep their own logs (bsuite) write them under the run's
   # directory, on whichever machine the actor runs.
   run_context.set_run_dir(root_dir)
   # No tf.random.set_seed here: actor threads share the process's global
   # seed with the learner. Envs are seeded per slot.
-  env = batched.make_batched_env(
-      settings.env_loader, num_envs,
-      settings.seed + first_slot + incarnation * settings.num_slots)
+  env = batched.make_batched_env(settings.env_loader, num_envs, envs.seed)
   _, agent = builder.make_agent(env=env)
   shared_state = builder_lib.SharedState(agent)
   server_wait = retry.ServerWait(
@@ -218,7 +201,7 @@ def _run_actor(settings, task, replay_server, root_dir, stop_event,
             time_step, action_step, next_time_step))
         for k in np.flatnonzero(active &
                                 np.asarray(next_time_step.is_last())):
-          link.progress.report(unreported_steps, first_slot + k,
+          link.progress.report(unreported_steps, envs.first + k,
                                episode_returns[k], episode_lengths[k])
           unreported_steps = 0
           episode_returns[k], episode_lengths[k] = 0.0, 0

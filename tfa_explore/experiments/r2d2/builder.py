@@ -22,11 +22,11 @@ import numpy as np
 import reverb
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
-from tf_agents.utils import common
 
 from tfa_explore import errors
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
+from tfa_explore.experiments.distributed import variables as variables_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
 from tfa_explore.replay import sequence_writer
@@ -35,7 +35,9 @@ from tfa_explore.utils import optimizers
 
 REQUIRED = gin.REQUIRED
 
-VARIABLES_TABLE = 'variables'
+VARIABLES_TABLE = variables_lib.VARIABLES_TABLE
+# The learner's `SharedState` in `VARIABLES_TABLE` (push, pull).
+SharedVariables = variables_lib.SharedVariables
 PROGRESS_TABLE = 'actor_progress'
 # Reports the progress queue holds before actors block on it; the learner
 # drains it after every few train steps.
@@ -202,39 +204,7 @@ class SharedState(tf.Module):
     return nest
 
   def signature(self) -> Dict[str, Any]:
-    return tf.nest.map_structure(lambda v: tf.TensorSpec(v.shape, v.dtype),
-                                 self.nest())
-
-
-class SharedVariables:
-  """The learner's `SharedState` in `VARIABLES_TABLE`: push and pull.
-
-  The same protocol as TF-Agents' `ReverbVariableContainer` (one item,
-  replaced at every push; a pull blocks until the first push), on a Reverb
-  client of its own (`replay.tables.tf_client`).
-  """
-
-  def __init__(self, server_address: str, shared_state: SharedState):
-    self._client = tables.tf_client(server_address, 'variables')
-    self._variables = shared_state.nest()
-    self._dtypes = [v.dtype for v in tf.nest.flatten(self._variables)]
-
-  def push(self) -> None:
-    self._client.insert(
-        data=[tf.convert_to_tensor(v)
-              for v in tf.nest.flatten(self._variables)],
-        tables=tf.constant([VARIABLES_TABLE]),
-        priorities=tf.constant([1.0], dtype=tf.float64))
-
-  def pull(self) -> None:
-    """Assigns the latest pushed values (blocks until there are some)."""
-    sample = self._client.sample(VARIABLES_TABLE, data_dtypes=self._dtypes)
-    self._assign(sample.data)
-
-  @common.function(autograph=False)
-  def _assign(self, values):
-    for variable, value in zip(tf.nest.flatten(self._variables), values):
-      variable.assign(value)
+    return variables_lib.signature(self)
 
 
 def progress_signature() -> Dict[str, tf.TensorSpec]:
@@ -305,14 +275,7 @@ class Builder:
   def make_tables(self, agent) -> List[reverb.Table]:
     """The server's tables: the strategy's, variables and progress."""
     return self.replay.make_tables(agent, self.settings) + [
-        reverb.Table(
-            name=VARIABLES_TABLE,
-            sampler=reverb.selectors.Uniform(),
-            remover=reverb.selectors.Fifo(),
-            rate_limiter=reverb.rate_limiters.MinSize(1),
-            max_size=1,
-            max_times_sampled=0,
-            signature=SharedState(agent).signature()),
+        variables_lib.variables_table(SharedState(agent)),
         reverb.Table.queue(PROGRESS_TABLE, max_size=PROGRESS_QUEUE_SIZE,
                            signature=progress_signature()),
     ]
@@ -372,15 +335,7 @@ class Builder:
       raise ValueError(
           f'Reverb server has no table(s) {missing}; it must be started by '
           'train/replay_server.py with the same gin file.')
-    expected = tf.nest.flatten(shared_state.signature())
-    actual = tf.nest.flatten(info[VARIABLES_TABLE].signature or ())
-    if len(actual) != len(expected) or any(
-        tf.TensorShape(a.shape) != e.shape or tf.as_dtype(a.dtype) != e.dtype
-        for a, e in zip(actual, expected)):
-      raise ValueError(
-          f'Reverb table {VARIABLES_TABLE!r} holds weights of another '
-          f'network ({actual}); this agent needs {expected}. Start the '
-          'replay server with the same gin file.')
+    variables_lib.check_variables_table(info, shared_state)
     queue_signature = info[PROGRESS_TABLE].signature
     if queue_signature is None or set(queue_signature) != set(
         progress_signature()):

@@ -12,41 +12,23 @@ Every process builds `Settings()` from the same gin config, so they agree
 on tables, specs and schedules.
 """
 
-import multiprocessing
-import os
-import signal
-import sys
-import threading
-import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from absl import logging
 import gin
-import reverb
 
-from tfa_explore.config import exits
 from tfa_explore.config import experiment as experiment_lib
-from tfa_explore.config import gin_files as gin_files_lib
-from tfa_explore.process import stop_signals
+from tfa_explore.experiments.distributed import actor_pool
+from tfa_explore.experiments.distributed import launch
+from tfa_explore.experiments.distributed import roles as roles_lib
 from tfa_explore.experiments.r2d2 import actor as actor_lib
 from tfa_explore.experiments.r2d2 import builder as builder_lib
 from tfa_explore.experiments.r2d2 import learner as learner_lib
-from tfa_explore.experiments.r2d2 import settings as settings_lib
+from tfa_explore.experiments.r2d2 import settings as r2d2_settings
 
-
-# How long a run stopped by a signal waits for its actors before ending
-# their processes: it saved everything they would add.
-_STOPPED_ACTORS_SECONDS = 5.0
-
-# How much longer a stopping run waits for an actor thread past its
-# deadline, rather than exit under it: longer than the bounded calls an
-# actor told to stop can still be in (a server wait of 1 s after a 2 s
-# reachability probe, `actor._TOLD_TO_STOP_SECONDS` of flushing, an env
-# step); one blocked for good is not worth waiting for.
-_THREAD_GRACE_SECONDS = 10.0
-
-# Under root_dir on one machine: the Reverb checkpoints of the tables.
-REPLAY_CHECKPOINT_DIR = 'replay_checkpoints'
+# The shared launch pieces, by their R2D2-era names.
+REPLAY_CHECKPOINT_DIR = launch.REPLAY_CHECKPOINT_DIR
+serve_until_stopped = launch.serve_until_stopped
+exit_when_orphaned = actor_pool.exit_when_orphaned
 
 
 def make_replay_server(settings, port: Optional[int] = None,
@@ -60,166 +42,39 @@ def make_replay_server(settings, port: Optional[int] = None,
                                                           checkpoint_dir)
 
 
-def serve_until_stopped(server, checkpoint_dir: Optional[str]) -> None:
-  """Serves until SIGINT or SIGTERM; then checkpoints, stops, exits.
+class R2D2Roles(roles_lib.Roles):
+  """The R2D2 family's roles (R2D3 is a replay strategy of the same)."""
 
-  With `checkpoint_dir` the tables are checkpointed first, so a restarted
-  server restores what the actors wrote since the learner's last
-  checkpoint. Exits with 128 + the signal, after one line.
-  """
-  with stop_signals.StopSignals() as stop:
-    while not stop.requested:
-      time.sleep(0.5)  # Back in Python often enough to see a signal.
-  saved = ''
-  if checkpoint_dir is not None:
-    path = reverb.Client(f'localhost:{server.port}').checkpoint()
-    saved = f'; its tables were checkpointed to {path}'
-  server.stop()
-  logging.warning('Replay server stopped by %s%s.',
-                  signal.Signals(stop.signum).name, saved)
-  sys.exit(128 + stop.signum)
+  name = 'r2d2'
 
+  def settings_from_gin(self):
+    return r2d2_settings.settings_from_gin()
 
-def exit_when_orphaned(parent_pid: int, poll_seconds: float = 1.0) -> None:
-  """Ends this process once `parent_pid` is gone (a daemon thread).
+  def check_setup(self, settings):
+    builder_lib.Builder(settings).check_setup()
 
-  A killed train_eval (SIGKILL, or SIGTERM without Python's clean-up) takes
-  the in-process Reverb server with it but cannot stop its actor
-  subprocesses, which would then wait on the dead server forever. The
-  actor holds nothing that outlives the replay it was feeding, so it
-  exits at once, even when its line cannot be written: a kill of the
-  learner and its stderr line filter (`console`) leaves a broken pipe,
-  and absl's handler raises on it.
-  """
-  def watch():
-    while os.getppid() == parent_pid:
-      time.sleep(poll_seconds)
-    try:
-      logging.warning('Parent process %d is gone: actor exits.', parent_pid)
-    finally:
-      os._exit(1)  # pylint: disable=protected-access
+  def make_replay_server(self, settings, port=None, checkpoint_dir=None):
+    return make_replay_server(settings, port, checkpoint_dir)
 
-  threading.Thread(target=watch, name='orphan_watchdog', daemon=True).start()
+  def run_learner(self, settings, replay_server, root_dir, actors=None):
+    return learner_lib.run_learner(settings, replay_server, root_dir,
+                                   actors=actors)
+
+  def run_actor(self, settings, task, replay_server, root_dir=None,
+                stop_event=None, incarnation=0):
+    return actor_lib.run_actor(settings, task, replay_server, root_dir,
+                               stop_event, incarnation=incarnation)
+
+  def ray_resources(self):
+    return r2d2_settings.RayResources()
 
 
-def _actor_process_main(config_str, task, replay_server, root_dir,
-                        parent_pid=None, incarnation=0):
-  """Entry point of an actor subprocess (spawned: a fresh interpreter)."""
-  # A terminal's Ctrl-C reaches the whole process group; the learner
-  # saves the run and stops its actors (`ActorPool.stop`).
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
-  if parent_pid is not None:
-    exit_when_orphaned(parent_pid)
-  # The config string starts with the gin file's imports, which register
-  # every configurable it names.
-  gin.parse_config(config_str)
-  actor_lib.run_actor(settings_lib.from_gin(), task, replay_server, root_dir,
-                      incarnation=incarnation)
-
-
-class _ActorThread(threading.Thread):
-  """`run_actor` in a thread; keeps its exception for the health check."""
-
-  def __init__(self, settings, task, replay_server, root_dir, stop_event,
-               incarnation):
-    super().__init__(name=f'r2d2_actor_{task}', daemon=True)
-    self._args = (settings, task, replay_server, root_dir, stop_event)
-    self._incarnation = incarnation
-    self.error = None
-
-  def run(self):
-    try:
-      actor_lib.run_actor(*self._args, incarnation=self._incarnation)
-    except Exception as e:  # pylint: disable=broad-except
-      self.error = e
-      logging.exception('Actor thread %s failed.', self.name)
-
-
-class ActorPool:
-  """This machine's actors (threads or spawned processes), kept alive.
-
-  `check()` (the learner calls it at every iteration) restarts an actor
-  that died: a killed process, a thread that raised. The new one takes
-  the same task, so the same epsilon slots, with envs seeded anew
-  (`run_actor`'s `incarnation`), and the learner's env step count goes on
-  from the reports the old one sent. More than `max_actor_restarts`
-  restarts stop the run, as an error that keeps recurring would.
-  """
-
-  def __init__(self, settings, address: str, root_dir: str):
-    self._settings = settings
-    self._address = address
-    self._root_dir = root_dir
-    self._stop_event = threading.Event()
-    self._config_str = gin.config_str()
-    self._incarnations = [0] * settings.num_actors
-    self.restarts = 0
-    self._actors = [self._start(task) for task in range(settings.num_actors)]
-
-  def _start(self, task):
-    incarnation = self._incarnations[task]
-    if self._settings.actor_mode == 'thread':
-      actor = _ActorThread(self._settings, task, self._address,
-                           self._root_dir, self._stop_event, incarnation)
-    else:
-      context = multiprocessing.get_context('spawn')
-      actor = context.Process(
-          target=_actor_process_main,
-          args=(self._config_str, task, self._address, self._root_dir,
-                os.getpid(), incarnation),
-          name=f'r2d2_actor_{task}', daemon=True)
-    actor.start()
-    return actor
-
-  def check(self) -> None:
-    """Restarts dead actors; raises RuntimeError past `max_actor_restarts`."""
-    for task, actor in enumerate(self._actors):
-      if actor.is_alive():
-        continue
-      cause = (repr(actor.error) if getattr(actor, 'error', None) is not None
-               else f'exit code {getattr(actor, "exitcode", None)}')
-      if self.restarts >= self._settings.max_actor_restarts:
-        raise RuntimeError(
-            f'{actor.name} exited before the learner finished ({cause}), '
-            f'after {self.restarts} actor restarts '
-            f'(r2d2.Settings.max_actor_restarts = '
-            f'{self._settings.max_actor_restarts}).')
-      self.restarts += 1
-      self._incarnations[task] += 1
-      logging.warning('%s exited (%s); restarting it (restart %d of at most '
-                      '%d).', actor.name, cause, self.restarts,
-                      self._settings.max_actor_restarts)
-      self._actors[task] = self._start(task)
-
-  def request_stop(self) -> None:
-    """Tells actor threads to stop (processes are ended by `stop`)."""
-    self._stop_event.set()
-
-  def stop(self, timeout_seconds: float) -> None:
-    """Asks the actors to stop; processes still alive after it are ended."""
-    self._stop_event.set()
-    deadline = time.time() + timeout_seconds
-    for actor in self._actors:
-      actor.join(timeout=max(deadline - time.time(), 0.1))
-      if isinstance(actor, multiprocessing.process.BaseProcess):
-        if actor.is_alive():
-          actor.terminate()
-          actor.join(timeout=10)
-      elif actor.is_alive():
-        # A thread cannot be ended from outside, and an interpreter that
-        # exits while one runs inside TensorFlow or Reverb can abort at
-        # exit ("terminate called without an active exception"). Its own
-        # deadlines (server waits, `actor._TOLD_TO_STOP_SECONDS`) end it.
-        logging.warning('%s is still stopping; waiting up to %.0f s more.',
-                        actor.name, _THREAD_GRACE_SECONDS)
-        actor.join(timeout=_THREAD_GRACE_SECONDS)
-        if actor.is_alive():
-          logging.warning('%s did not stop.', actor.name)
+ROLES = R2D2Roles()
 
 
 @gin.configurable(module='r2d2', allowlist=[])
 def train_eval(root_dir: str,
-               settings: Optional[settings_lib.Settings] = None
+               settings: Optional[r2d2_settings.Settings] = None
                ) -> Dict[str, float]:
   """R2D2 (or R2D3) on one machine: server, actors and learner.
 
@@ -234,28 +89,8 @@ def train_eval(root_dir: str,
     The final evaluation {'AverageReturn', 'AverageEpisodeLength',
     'EnvironmentSteps'} (+ 'SuccessRate').
   """
-  settings = settings or settings_lib.from_gin()
-  builder = builder_lib.Builder(settings)
-  # Before any actor starts: actors block until the learner's first
-  # weights, so a bad input found by the learner would keep them waiting.
-  builder.check_setup()
-  server = builder.make_replay_server(
-      checkpoint_dir=os.path.join(root_dir, REPLAY_CHECKPOINT_DIR))
-  address = f'localhost:{server.port}'
-  actors = ActorPool(settings, address, root_dir)
-  actors_seconds = settings.shutdown_timeout_seconds
-  try:
-    return learner_lib.run_learner(settings, address, root_dir, actors=actors)
-  except stop_signals.RunStopped:
-    # Saved (learner and replay): the actors need not finish anything. The
-    # server goes first, so that an actor blocked at an insert gives up.
-    actors.request_stop()
-    server.stop()
-    actors_seconds = _STOPPED_ACTORS_SECONDS
-    raise
-  finally:
-    actors.stop(actors_seconds)
-    server.stop()
+  return launch.train_eval_on_one_machine(
+      ROLES, settings or r2d2_settings.settings_from_gin(), root_dir)
 
 
 def check_before_start() -> None:
@@ -265,26 +100,19 @@ def check_before_start() -> None:
   specs, whose factories check their values and the sequence against the
   env's episode limit (`Builder.make_agent`).
   """
-  builder = builder_lib.Builder(settings_lib.from_gin())
+  builder = builder_lib.Builder(r2d2_settings.settings_from_gin())
   builder.check_setup()
   builder.make_agent()
 
 
-EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start)
+EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start,
+                                               roles=ROLES)
 
 
 def run_job(gin_files: Sequence[str], gin_bindings: Sequence[str],
-            job: Callable[[settings_lib.Settings], Any]) -> Any:
-  """What the multi-machine binaries do: parse gin, run `job(settings)`.
-
-  A bad gin file, binding or setting prints one message and exits with
-  code 2, like train/train_eval.py.
-  """
-  with exits.exit_codes():
-    gin_files_lib.parse_gin(gin_files, gin_bindings)
-    settings = settings_lib.from_gin()
-    # The first line within seconds: building the agent and reaching the
-    # server take a while on a loaded machine.
-    name = getattr(job, 'func', job).__name__.replace('_', ' ')
-    logging.info('Starting: %s (gin: %s).', name, ' '.join(gin_files))
-    return job(settings)
+            job: Callable[[r2d2_settings.Settings], Any]) -> Any:
+  """`launch.run_job` of an R2D2 job `job(settings)` (exit code 2 on a
+  bad gin file, binding or setting)."""
+  name = getattr(job, 'func', job).__name__.replace('_', ' ')
+  return launch.run_job(gin_files, gin_bindings, name,
+                        lambda roles, settings: job(settings), roles=ROLES)

@@ -37,6 +37,7 @@ import tensorflow as tf
 from tf_agents.utils import common
 
 from tfa_explore.environments import run_context
+from tfa_explore.experiments import checkpointing
 from tfa_explore.experiments import evaluation
 from tfa_explore.experiments import run_kit
 from tfa_explore.process import stop_signals
@@ -123,8 +124,7 @@ class Learner:
         restarts dead actors, and raises once they cannot be restarted);
         `restarts` is written as `Actors/restarts`.
     """
-    tf.random.set_seed(settings.seed)
-    np.random.seed(settings.seed % 2**32)
+    run_kit.set_global_seeds(settings.seed)
     self._settings = settings
     self._replay_server = replay_server
     self._actors = actors
@@ -160,10 +160,10 @@ class Learner:
     builder.check_server(self._client, self._shared_state)
     self._variables = builder_lib.SharedVariables(replay_server,
                                                   self._shared_state)
-    self._checkpointer = run_kit.Checkpointer(
+    self._checkpointer = checkpointing.Checkpointer(
         self.run_dir, self.env_steps,
-        policies={run_kit.GREEDY_POLICY: self.agent.policy,
-                  run_kit.COLLECT_POLICY: self.agent.collect_policy},
+        policies={checkpointing.GREEDY_POLICY: self.agent.policy,
+                  checkpointing.COLLECT_POLICY: self.agent.collect_policy},
         train_step=self.train_step,
         max_to_keep=settings.max_checkpoints_to_keep,
         agent=self.agent, env_steps=self.env_steps,
@@ -400,12 +400,9 @@ class Learner:
                             else float('nan')),
       }, counters={'learner steps': now_train_steps}, episodes=episodes)
       self.run_dir.train_writer.flush()
-    if run_kit.crossed(steps, now_steps, settings.eval_interval):
-      self.evaluate()
-    # At the budget's end `finish` saves (learner and replay), once.
-    if (run_kit.crossed(steps, now_steps, settings.checkpoint_interval) and
-        not self._budget_spent()):
-      self.checkpoint()
+    run_kit.evaluate_and_checkpoint_when_due(
+        steps, now_steps, settings, budget_spent=self._budget_spent(),
+        evaluate=self.evaluate, checkpoint=self.checkpoint)
 
   # --- helpers --------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import gin
 
 from tfa_explore import errors
 from tfa_explore.experiments import settings as settings_lib
+from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.replay import sequence_storage as storage_lib
 
@@ -158,6 +159,15 @@ class Settings(settings_lib.RunSettings):
     return self.num_actors * self.envs_per_actor
 
 
-def from_gin() -> Settings:
-  """`Settings()` from the parsed gin config (`settings.from_gin`)."""
-  return settings_lib.from_gin(Settings)
+@gin.configurable(module='r2d2')
+@dataclasses.dataclass(frozen=True)
+class RayResources(ray_resources.RayResources):
+  """What each R2D2 role asks Ray for (`ray_resources.RayResources`)."""
+  gin_name = 'r2d2.RayResources'
+
+
+def settings_from_gin() -> Settings:
+  """The run's `Settings` from the parsed gin config
+  (`settings.build_from_gin`).
+  """
+  return settings_lib.build_from_gin(Settings)

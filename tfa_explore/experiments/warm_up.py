@@ -2,6 +2,9 @@
 
 Burda et al. 2018, section 2.4: the normalisation parameters are set by
 stepping a random agent in the environment before optimisation starts.
+Stepping an environment is a loop's work, so this stands with the loops
+(the on-policy loop calls it as its `pre_training_fn`), not in the agent's
+package.
 """
 
 import gin
