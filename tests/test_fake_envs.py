@@ -42,6 +42,12 @@ class RecallTest(absltest.TestCase):
     self.assertEqual(cues(3), cues(3))
     self.assertCountEqual(set(cues(3)), {-1, 1})
 
+  def test_acting_before_the_query_costs_1(self):
+    env = fake_envs.load_recall(seed=0, delay=3)
+    env.reset()
+    rewards = [float(env.step(np.int64(action)).reward) for action in (1, 0, 1)]
+    self.assertEqual(rewards, [-1.0, 0.0, -1.0])
+
   def test_a_delay_below_one_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'delay must be >= 1'):
       fake_envs.RecallEnv(delay=0)

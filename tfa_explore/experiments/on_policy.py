@@ -341,6 +341,10 @@ def check_before_start() -> None:
     action_spec = tensor_spec.from_spec(env.action_spec())
   finally:
     env.close()
+  # Seeded as train_eval seeds, so the check's build needs no global seed
+  # set by whatever ran before it in this process (op determinism refuses
+  # an unseeded initialiser).
+  run_kit.set_global_seeds(settings.seed)
   make_agent(settings, time_step_spec, action_spec,
              tf.Variable(0, dtype=tf.int64, name='train_step'))
 

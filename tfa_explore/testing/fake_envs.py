@@ -16,9 +16,12 @@ Importing this module registers them with gymnasium, so they load through
   +1, from the seeded RNG) as `[cue, 0]`; the next `delay - 1` show
   `[0, 0]`; the last shows the query `[0, 1]`. The action taken at the
   query pays 1 if it names the cue (action 1 for +1, 0 for -1) and ends
-  the episode (`delay + 1` steps, default delay 4); every other action
-  pays 0. Remembering the cue returns 1; any memoryless policy returns
-  0.5 on average. For recurrent learning tests.
+  the episode (`delay + 1` steps, default delay 4). Before the query,
+  action 0 pays 0 and action 1 costs 1: a network shown its previous
+  action (R2D2's is) could otherwise carry the cue in its own actions, so
+  without the cost a feed-forward network could solve the task. Remembering
+  the cue returns 1; a policy without memory returns at most 0.5 on
+  average. For recurrent learning tests.
 * `Image-v0`: uint8 (8, 8, 3) noise images from the seeded RNG; reward 1
   for action 0; terminates after 8 steps.
 * `DictObs-v0`: a Dict observation ('position' float64 (2,), 'flag'
@@ -132,7 +135,10 @@ class RecallEnv(gym.Env):
       reward = 1.0 if int(action) == (self._cue + 1) // 2 else 0.0
       return self._observation(), reward, True, False, {'cue': self._cue}
     self._steps += 1
-    return self._observation(), 0.0, False, False, {'cue': self._cue}
+    # Carrying the cue in the actions would cost 1 at each step in half the
+    # episodes, more than the 0.5 that remembering it adds.
+    reward = -1.0 if int(action) != 0 else 0.0
+    return self._observation(), reward, False, False, {'cue': self._cue}
 
 
 class ImageEnv(gym.Env):

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import gin
 
 from tfa_explore.config import experiment as experiment_lib
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import roles as roles_lib
@@ -100,8 +101,11 @@ def check_before_start() -> None:
   specs, whose factories check their values and the sequence against the
   env's episode limit (`Builder.make_agent`).
   """
-  builder = builder_lib.Builder(r2d2_settings.settings_from_gin())
+  settings = r2d2_settings.settings_from_gin()
+  builder = builder_lib.Builder(settings)
   builder.check_setup()
+  # Seeded as the learner seeds (on_policy.check_before_start says why).
+  run_kit.set_global_seeds(settings.seed)
   builder.make_agent()
 
 
