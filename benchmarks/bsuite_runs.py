@@ -281,17 +281,7 @@ def read_done(directory: str) -> Optional[Dict[str, Any]]:
 
 
 def read_attempts(directory: str) -> List[Dict[str, Any]]:
-  attempts = []
-  try:
-    with open(os.path.join(directory, ATTEMPTS_FILE)) as f:
-      for line in f:
-        try:
-          attempts.append(json.loads(line))
-        except ValueError:
-          pass  # a line torn by a kill
-  except OSError:
-    pass
-  return attempts
+  return common.read_json_lines(os.path.join(directory, ATTEMPTS_FILE))
 
 
 def format_seconds(seconds: float) -> str:

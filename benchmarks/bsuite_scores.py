@@ -13,12 +13,12 @@ import logging
 import os
 import shlex
 import shutil
-import subprocess
 import time
 from typing import Dict, Optional, Sequence
 import warnings
 
 import bsuite_runs  # benchmarks/bsuite_runs.py, next to this module.
+import common  # benchmarks/common.py, next to this module.
 
 CSV_DIR = 'csv'  # under <work_dir>/<agent>: what bsuite's csv_load reads
 
@@ -295,15 +295,6 @@ def _ids_scored(experiment: str, counts: Dict[str, tuple],
           + ', '.join(f'{agent} {text}' for agent, text in texts.items()))
 
 
-def _git(*args: str) -> str:
-  try:
-    return subprocess.run(['git', *args], cwd=bsuite_runs.REPO_ROOT,
-                          capture_output=True, text=True,
-                          check=True).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return ''
-
-
 def _markdown(rows, experiments, id_counts, num_episodes,
               command_line) -> str:
   header = (['agent'] + experiments +
@@ -364,13 +355,11 @@ def _markdown(rows, experiments, id_counts, num_episodes,
                  '(bsuite\'s `finished` flag is false).')
   notes.append('One seed per bsuite id: bsuite\'s protocol (the settings of '
                'an experiment are its repetitions).')
-  commit = _git('rev-parse', '--short', 'HEAD') or 'unknown'
-  if _git('status', '--porcelain', '--untracked-files=no'):
-    commit += ' (with uncommitted changes)'
   notes += [
       '',
       f'Command: `{command_line}`',
-      f'Commit: {commit}; date: {bsuite_runs.utc(time.time())}.',
+      f'Commit: {common.commit_description()}; date: '
+      f'{bsuite_runs.utc(time.time())}.',
   ]
   return '\n'.join(lines + notes) + '\n'
 

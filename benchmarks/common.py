@@ -74,6 +74,39 @@ def own_and_children_cpu_seconds(pid=None):
   return own, children
 
 
+def commit_description():
+  """The checkout's short commit, '(with uncommitted changes)' when tracked
+  files differ from it; 'unknown' outside git. What a results file names."""
+  def git(*args):
+    try:
+      return subprocess.run(['git', *args], cwd=REPO_ROOT, capture_output=True,
+                            text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+      return ''
+
+  commit = git('rev-parse', '--short', 'HEAD') or 'unknown'
+  if git('status', '--porcelain', '--untracked-files=no'):
+    commit += ' (with uncommitted changes)'
+  return commit
+
+
+def read_json_lines(path):
+  """The JSON objects of a file of one a line, [] if it is missing. A line
+  torn by a kill is passed over."""
+  import json  # pylint: disable=g-import-not-at-top
+  objects = []
+  try:
+    with open(path) as f:
+      for line in f:
+        try:
+          objects.append(json.loads(line))
+        except ValueError:
+          pass
+  except OSError:
+    pass
+  return objects
+
+
 def gin_value(name):
   """The value gin binds to `name` ('scope.function.parameter'), a macro
   or an evaluated reference (`@f()`) evaluated. Gin must be parsed."""

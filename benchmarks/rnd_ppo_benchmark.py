@@ -94,8 +94,9 @@ def train(task, agent, seed, output_dir, log_dir):
   return name, seconds, code
 
 
-def summarize_run(directory, task):
-  spec = TASKS[task]
+def summarize_run(directory, task, spec=None):
+  """What one run logged; `spec` (as TASKS' values) for a task not in TASKS."""
+  spec = spec or TASKS[task]
   train_scalars = read_scalars(os.path.join(directory, 'train'))
   eval_scalars = read_scalars(os.path.join(directory, 'eval'))
   terminated = train_scalars.get('Metrics/TerminatedEpisodes', [])

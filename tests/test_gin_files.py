@@ -30,7 +30,9 @@ GIN_FILES = sorted(glob.glob(os.path.join(REPO_ROOT, 'gin', '**', '*.gin'),
 # Variants of an on-policy file that run it distributed -> the file they
 # include (distributed lines only on top of it).
 DISTRIBUTED_VARIANTS = {'gin/rnd_ppo/mountaincar_distributed.gin':
-                            'gin/rnd_ppo/mountaincar.gin'}
+                            'gin/rnd_ppo/mountaincar.gin',
+                        'gin/rnd_ppo/bsuite_deep_sea_distributed.gin':
+                            'gin/rnd_ppo/bsuite_deep_sea.gin'}
 RND_PPO_FILES = sorted(
     path for path in
     glob.glob(os.path.join(REPO_ROOT, 'gin', 'rnd_ppo', '*.gin'))
