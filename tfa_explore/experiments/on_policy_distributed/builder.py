@@ -23,7 +23,6 @@ from absl import logging
 import numpy as np
 import reverb
 import tensorflow as tf
-from tf_agents.specs import tensor_spec
 
 from tfa_explore.experiments import on_policy
 from tfa_explore.experiments.distributed import variables as variables_lib
@@ -42,15 +41,7 @@ def make_agent(setup, train_step: Optional[tf.Variable] = None, env=None):
   Without `env`, one env is built (seed `seed`) for its specs and closed.
   """
   settings = setup.settings
-  own_env = env is None
-  if own_env:
-    env = settings.env_loader(seed=settings.seed)
-  try:
-    time_step_spec = tensor_spec.from_spec(env.time_step_spec())
-    action_spec = tensor_spec.from_spec(env.action_spec())
-  finally:
-    if own_env:
-      env.close()
+  time_step_spec, action_spec = on_policy.env_specs(settings, env)
   if train_step is None:
     train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
   return on_policy.make_agent(settings, time_step_spec, action_spec,
