@@ -59,19 +59,29 @@ def tree_cpu_seconds(pid=None):
 def own_and_children_cpu_seconds(pid=None):
   """(the process's own, its live children's) user + system CPU seconds,
   read in one walk of the tree. Needs psutil (the `bench` extra)."""
+  processes = process_cpu_seconds(pid)
+  own = processes[0][2] if processes and processes[0][0] == (
+      pid or os.getpid()) else 0.0
+  return own, sum(cpu for _, _, cpu in processes) - own
+
+
+def process_cpu_seconds(pid=None):
+  """[(pid, command line, user + system CPU seconds)] of a process
+  (default: this one), first, and of its live descendants, read in one
+  walk of the tree; a process gone meanwhile is left out. Needs psutil
+  (the `bench` extra)."""
   import psutil  # pylint: disable=g-import-not-at-top
   root = psutil.Process(pid)
-  own, children = 0.0, 0.0
+  processes = []
   for process in [root] + root.children(recursive=True):
     try:
-      times = process.cpu_times()
+      with process.oneshot():
+        times = process.cpu_times()
+        command = ' '.join(process.cmdline())
     except psutil.NoSuchProcess:
       continue
-    if process.pid == root.pid:
-      own = times.user + times.system
-    else:
-      children += times.user + times.system
-  return own, children
+    processes.append((process.pid, command, times.user + times.system))
+  return processes
 
 
 def commit_description():
@@ -120,6 +130,59 @@ def gin_value(name):
 _PROGRESS = re.compile(r'env steps ([\d,]+)/')
 
 
+def progress_steps(log_text):
+  """The env steps of each progress line (`env steps N/M ...`) of a log."""
+  return [int(m.replace(',', '')) for m in _PROGRESS.findall(log_text)]
+
+
+def progress_marks(command, log_path, thresholds, timeout, sample,
+                   environment=None, count_lines=False):
+  """Runs `command` and samples it at progress lines; then stops it.
+
+  `command` (train_eval.py or a loop printing its progress lines, `env
+  steps N/M ...`) runs from the repo root with its output in `log_path`.
+  For each threshold in turn, at the first progress line at or past it
+  (env steps; with `count_lines`, the line's number, the first line 1),
+  `sample(pid)` is called on the command's process. The run is then
+  stopped (its children and it killed). Exits naming the command if it
+  ends or `timeout` seconds pass first.
+
+  Returns:
+    [(env steps of the line, line number, sample, time.monotonic())], one
+    a threshold.
+  """
+  def lines_logged():
+    with open(log_path) as f:
+      return progress_steps(f.read())
+
+  with open(log_path, 'w') as log:
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                               cwd=REPO_ROOT, env=environment)
+  marks = []
+  deadline = time.time() + timeout
+  try:
+    for threshold in thresholds:
+      while True:
+        logged = lines_logged()
+        past = [number for number, steps in enumerate(logged, 1)
+                if (number if count_lines else steps) >= threshold]
+        if past:
+          marks.append((logged[past[0] - 1], past[0], sample(process.pid),
+                        time.monotonic()))
+          break
+        if process.poll() is not None or time.time() > deadline:
+          unit = 'progress lines' if count_lines else 'env steps'
+          with open(log_path) as f:
+            sys.exit(f'{" ".join(command)} ended or timed out before '
+                     f'{threshold} {unit}:\n{f.read()[-3000:]}')
+        time.sleep(0.05)
+  finally:
+    subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
+    process.kill()
+    process.wait()
+  return marks
+
+
 def window(command, log_path, start, end, timeout, environment=None):
   """One run's steady window, from its progress lines.
 
@@ -128,38 +191,15 @@ def window(command, log_path, start, end, timeout, environment=None):
   the first line at or past `start` env steps to the first at or past
   `end`; the CPU seconds of the process and of its live children are read
   (psutil) when each of the two lines appears, and the run is then
-  stopped. Returns (env steps per CPU-s of the process tree, env steps per
-  s, CPU-ms per env step of the process, CPU-ms per env step of its
-  children). Exits naming the command if it ends or `timeout` seconds
-  pass first.
+  stopped (`progress_marks`). Returns (env steps per CPU-s of the process
+  tree, env steps per s, CPU-ms per env step of the process, CPU-ms per
+  env step of its children). Exits naming the command if it ends or
+  `timeout` seconds pass first.
   """
-  def steps_logged():
-    with open(log_path) as f:
-      return [int(m.replace(',', '')) for m in _PROGRESS.findall(f.read())]
-
-  with open(log_path, 'w') as log:
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
-                               cwd=REPO_ROOT, env=environment)
-  marks = []
-  deadline = time.time() + timeout
-  try:
-    for threshold in (start, end):
-      while True:
-        steps = [s for s in steps_logged() if s >= threshold]
-        if steps:
-          marks.append((steps[0], *own_and_children_cpu_seconds(process.pid),
-                        time.monotonic()))
-          break
-        if process.poll() is not None or time.time() > deadline:
-          with open(log_path) as f:
-            sys.exit(f'{" ".join(command)} ended or timed out before '
-                     f'{threshold} env steps:\n{f.read()[-3000:]}')
-        time.sleep(0.05)
-  finally:
-    subprocess.run(['pkill', '-KILL', '-P', str(process.pid)], check=False)
-    process.kill()
-    process.wait()
-  (steps0, own0, children0, wall0), (steps1, own1, children1, wall1) = marks
+  (steps0, _, (own0, children0), wall0), (steps1, _, (own1, children1),
+                                         wall1) = progress_marks(
+      command, log_path, (start, end), timeout, own_and_children_cpu_seconds,
+      environment)
   steps = steps1 - steps0
   own, children = own1 - own0, children1 - children0
   return (steps / (own + children), steps / (wall1 - wall0),

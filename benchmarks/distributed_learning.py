@@ -464,13 +464,22 @@ def deep_sea_table(summaries, seeds, bsuite_ids, num_episodes,
   return lines
 
 
+def machine_lines(machine_log, bindings: Sequence[str]) -> List[str]:
+  """Markdown lines of a results file's header: the CPUs and the range of
+  the load average that machine.jsonl recorded, the extra bindings."""
+  cpus = list(dict.fromkeys(line['cpu'] for line in machine_log))
+  every = [line['load'][0] for line in machine_log]
+  return [f'CPU: {"; ".join(cpus) or "not recorded"}.',
+          (f'Load average (1 min) over the runs: {min(every):.1f} to '
+           f'{max(every):.1f}.' if every else 'Load not recorded.'),
+          f'Extra bindings: {", ".join(bindings) or "none"}.', '']
+
+
 def report(output_dir: str, tasks: Sequence[str], seeds: Sequence[int],
            bsuite_ids: Sequence[str], num_episodes: int,
            bindings: Sequence[str], command_line: str) -> str:
   """The comparison's markdown, from what the runs logged."""
   machine_log = read_machine_log(output_dir)
-  cpus = list(dict.fromkeys(line['cpu'] for line in machine_log))
-  every = [line['load'][0] for line in machine_log]
   lines = ['## The on-policy loop on 2 actor processes beside one process',
            '',
            'Same gin file, seed and budget; `2actors` collects on 2 actor '
@@ -479,11 +488,8 @@ def report(output_dir: str, tasks: Sequence[str], seeds: Sequence[int],
            'time unless --jobs says otherwise. Wall s and CPU-s: all '
            'attempts of a run; CPU of the train_eval process and the '
            'children it waited for (the actor processes); cores = CPU-s / '
-           'wall s. Load: the 1-minute load average before -> after.', '',
-           f'CPU: {"; ".join(cpus) or "not recorded"}.',
-           (f'Load average (1 min) over the runs: {min(every):.1f} to '
-            f'{max(every):.1f}.' if every else 'Load not recorded.'),
-           f'Extra bindings: {", ".join(bindings) or "none"}.', '']
+           'wall s. Load: the 1-minute load average before -> after.',
+           ''] + machine_lines(machine_log, bindings)
   for task in tasks:
     if task == DEEP_SEA:
       summaries = {seed: summarize_deep_sea(output_dir, seed, bsuite_ids,
