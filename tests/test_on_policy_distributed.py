@@ -8,8 +8,9 @@ with 8-unit networks: 4 envs shared by 2 actors, rollouts of 8 steps.
   counted), what it publishes (the RND normaliser reaches an actor's
   agent), the metrics of a batch (those the one-process collector keeps),
   and the bad inputs refused before anything starts (envs the actors
-  cannot share, a bad server address, a one-process experiment on the
-  role binaries, a Ray cluster too small), naming their binding.
+  cannot share, a bad server address or actor task, a one-process
+  experiment on the role binaries, a Ray cluster too small), naming their
+  binding.
 * Integration: 2 actor threads train and resume; an actor process
   SIGKILLed is restarted by the pool; the replay server or the learner
   binary SIGKILLed and started again (the run ends, the learner resumed);
@@ -41,6 +42,7 @@ from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.distributed import variables as variables_lib
+from tfa_explore.experiments.on_policy_distributed import actor as actor_lib
 from tfa_explore.experiments.on_policy_distributed import builder
 from tfa_explore.experiments.on_policy_distributed import learner as learner_lib
 from tfa_explore.experiments.on_policy_distributed import settings as distributed_settings
@@ -211,6 +213,13 @@ class RoleBinariesInputTest(_TestCase):
                                   '--replay_server must be HOST:PORT'):
         launch.check_server_address(address)
     launch.check_server_address('10.0.0.1:8000')
+
+  def test_a_task_out_of_range_names_num_actors(self):
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'^--task must be in \[0, on_policy.Distributed.num_actors = 2\), '
+        r'got -1\.$'):
+      actor_lib.run_actor(self.setup(), task=-1, replay_server='localhost:1')
 
   def test_the_bound_experiment_gives_the_roles(self):
     config.parse_gin([self.gin_file], [])

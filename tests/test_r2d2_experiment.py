@@ -454,8 +454,10 @@ class ErrorsTest(_TestCase):
                      ['suite_gymnasium.load.max_episode_steps = 6'])
     config.check_before_start()
 
-  def test_task_out_of_range(self):
-    with self.assertRaisesRegex(ValueError, 'task must be in'):
+  def test_task_out_of_range_names_num_actors(self):
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'^--task must be in \[0, r2d2.Settings.num_actors = 2\), got 2\.$'):
       r2d2.run_actor(self.settings(), task=2, replay_server='localhost:1')
 
 
@@ -563,6 +565,19 @@ class ThreeProcessTest(_TestCase):
                   errors_printed[0])
     self.assertIn(f'pid {first.pid}', errors_printed[0])
     self.assertIsNone(first.poll())
+
+  def test_a_task_out_of_range_exits_2(self):
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, 'train', 'actor.py'),
+         '--task=2', '--replay_server=127.0.0.1:1',
+         f'--gin_file={self.gin_file}'], capture_output=True, text=True,
+        timeout=600, cwd=REPO_ROOT, check=False)
+    self.assertEqual(result.returncode, 2, result.stderr[-2000:])
+    errors_printed = [line for line in result.stderr.splitlines()
+                      if line.startswith('ERROR:')]
+    self.assertEqual(errors_printed, [
+        'ERROR: --task must be in [0, r2d2.Settings.num_actors = 2), got 2.'
+    ], result.stderr[-2000:])
 
   def test_sigterm_checkpoints_the_replay_server_and_ends_actors(self):
     port = portpicker.pick_unused_port()
