@@ -17,6 +17,7 @@ iterations.
 
 import glob
 import os
+import random
 import types
 
 from absl.testing import absltest
@@ -603,6 +604,19 @@ class IterationEndTest(absltest.TestCase):
     self.assertEqual(draws(3), draws(3))
     # numpy takes the seed modulo 2**32.
     self.assertEqual(draws(2**32 + 3)[1], draws(3)[1])
+
+  def test_global_seeds_repeat_keras_initial_weights(self):
+    # Unseeded Keras initialisers draw their seeds from Python's `random`;
+    # what the process drew before must not change a run's weights.
+    def weights(seed, draws_before):
+      for _ in range(draws_before):
+        random.random()
+      run_kit.set_global_seeds(seed)
+      layer = tf.keras.layers.Dense(4)
+      layer.build((None, 3))
+      return layer.kernel.numpy()
+    np.testing.assert_array_equal(weights(3, 0), weights(3, 5))
+    self.assertFalse(np.array_equal(weights(3, 0), weights(4, 0)))
 
 
 class _BudgetEnv:

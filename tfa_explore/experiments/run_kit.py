@@ -86,14 +86,16 @@ def set_tf_threads(num_threads: Optional[int]) -> None:
 
 
 def set_global_seeds(seed: int) -> None:
-  """Seeds TensorFlow's and numpy's global generators with the run's seed.
+  """Seeds Python's, numpy's, TensorFlow's and Keras' global generators.
 
-  A loop's process draws from both: TF for its weight initialisers and
-  ops, numpy for what runs outside TF (the warm-up's random actions).
-  numpy takes seeds below 2**32 only.
+  A loop's process draws from all of them: TF for its ops, numpy for what
+  runs outside TF (the warm-up's random actions), and Keras' unseeded
+  weight initialisers for seeds drawn from Python's `random` (or Keras'
+  own generator), so without those a run's initial weights depend on what
+  the process ran before. numpy and Python's `random` take seeds below
+  2**32 here, so the seed is reduced modulo 2**32.
   """
-  tf.random.set_seed(seed)
-  np.random.seed(seed % 2**32)
+  tf.keras.utils.set_random_seed(seed % 2**32)
 
 
 def crossed(previous: int, current: int, interval: int) -> bool:
