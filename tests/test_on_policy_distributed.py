@@ -8,8 +8,9 @@ with 8-unit networks: 4 envs shared by 2 actors, rollouts of 8 steps.
   counted), what it publishes (the RND normaliser reaches an actor's
   agent), the metrics of a batch (those the one-process collector keeps),
   and the bad inputs refused before anything starts (envs the actors
-  cannot share, a bad server address, a one-process experiment on the
-  role binaries, a Ray cluster too small), naming their binding.
+  cannot share, a bad server address or actor task, a one-process
+  experiment on the role binaries, a Ray cluster too small), naming their
+  binding.
 * Integration: 2 actor threads train and resume; an actor process
   SIGKILLed is restarted by the pool; the replay server or the learner
   binary SIGKILLed and started again (the run ends, the learner resumed);
@@ -20,8 +21,6 @@ with 8-unit networks: 4 envs shared by 2 actors, rollouts of 8 steps.
 import multiprocessing
 import os
 import signal
-import subprocess
-import sys
 import time
 
 from absl.testing import absltest
@@ -41,14 +40,13 @@ from tfa_explore.experiments.distributed import actor_pool
 from tfa_explore.experiments.distributed import launch
 from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.distributed import variables as variables_lib
+from tfa_explore.experiments.on_policy_distributed import actor as actor_lib
 from tfa_explore.experiments.on_policy_distributed import builder
 from tfa_explore.experiments.on_policy_distributed import learner as learner_lib
 from tfa_explore.experiments.on_policy_distributed import settings as distributed_settings
 from tfa_explore.testing import faults
 
-import test_r2d2_experiment as r2d2_tests  # pylint: disable=g-bad-import-order
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import run_helpers  # pylint: disable=g-bad-import-order
 
 TINY_GIN = """
 import gin.tf.external_configurables
@@ -212,6 +210,13 @@ class RoleBinariesInputTest(_TestCase):
         launch.check_server_address(address)
     launch.check_server_address('10.0.0.1:8000')
 
+  def test_a_task_out_of_range_names_num_actors(self):
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'^--task must be in \[0, on_policy.Distributed.num_actors = 2\), '
+        r'got -1\.$'):
+      actor_lib.run_actor(self.setup(), task=-1, replay_server='localhost:1')
+
   def test_the_bound_experiment_gives_the_roles(self):
     config.parse_gin([self.gin_file], [])
     self.assertEqual(launch.bound_roles().name, 'on_policy')
@@ -336,7 +341,7 @@ class OneMachineTest(_TestCase):
     # counted: the run stops at the first batch past 96 env steps.
     self.assertGreaterEqual(first['EnvironmentSteps'], 96)
     self.assertEqual(first['AverageReturn'], 21.0)  # 1 + 2 + ... + 6
-    train = r2d2_tests.read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     for tag in ('Losses/total_loss', 'Losses/intrinsic_value_loss',
                 'Intrinsic/reward_raw_mean', 'Metrics/AverageReturn',
                 'Replay/stale_rollouts', 'Replay/duplicate_rollouts',
@@ -350,7 +355,7 @@ class OneMachineTest(_TestCase):
     second = config.run(root_dir, [self.gin_file], ['NUM_ENV_STEPS = 160'])
     self.assertGreaterEqual(second['EnvironmentSteps'], 160)
     steps = [step for step, _ in
-             r2d2_tests.read_events(os.path.join(root_dir, 'train'))[
+             run_helpers.read_events(os.path.join(root_dir, 'train'))[
                  'Metrics/EnvironmentSteps']]
     self.assertEqual(steps, sorted(steps))  # resumed, not restarted
     self.assertLen(steps, len(set(steps)))
@@ -392,11 +397,9 @@ class RoleKilledTest(_TestCase):
     self.addCleanup(roles.stop_all)
     for name in ('replay_server', 'learner', 'actor_0', 'actor_1'):
       roles.start(name)
-    deadline = time.time() + 600
-    while faults.checkpoint_step(root_dir) < 64:
-      self.assertLess(time.time(), deadline, roles.tails())
-      self.assertIsNone(roles.processes['learner'].poll(), roles.tails())
-      time.sleep(0.2)
+    run_helpers.wait_until(
+        self, lambda: faults.checkpoint_step(root_dir) >= 64,
+        roles.processes['learner'], 600, roles.tails)
     roles.kill(role)
     roles.start(role)
     self.assertEqual(roles.processes['learner'].wait(timeout=600), 0,
@@ -423,41 +426,30 @@ class RoleKilledTest(_TestCase):
                      'publishes (them|its weights) again')
 
 
-def _binary(name, *flags):
-  return subprocess.run(
-      [sys.executable, os.path.join(REPO_ROOT, 'train', name), *flags],
-      capture_output=True, text=True, timeout=600, cwd=REPO_ROOT,
-      check=False)
-
-
 @pytest.mark.integration
 class BinariesTest(_TestCase):
 
-  def assert_one_error_line(self, result, message):
-    self.assertEqual(result.returncode, 2, result.stderr[-3000:])
-    errors_printed = [line for line in result.stderr.splitlines()
-                      if line.startswith('ERROR:')]
-    self.assertLen(errors_printed, 1, result.stderr[-3000:])
-    self.assertIn(message, errors_printed[0])
-
   def test_envs_the_actors_cannot_share_exit_2_before_anything_starts(self):
     root_dir = os.path.join(self.get_temp_dir(), 'run')
-    result = _binary('train_eval.py', f'--root_dir={root_dir}',
-                     f'--gin_file={self.gin_file}',
-                     '--gin_bindings=on_policy.Distributed.num_actors = 3')
-    self.assert_one_error_line(result, 'cannot share evenly')
+    result = run_helpers.run_binary(
+        'train_eval.py', f'--root_dir={root_dir}',
+        f'--gin_file={self.gin_file}',
+        '--gin_bindings=on_policy.Distributed.num_actors = 3')
+    run_helpers.assert_one_error_line(self, result, 'cannot share evenly')
     self.assertNotIn('Replay server listening', result.stderr)
     self.assertFalse(os.path.exists(root_dir))
 
   def test_an_empty_server_address_exits_2(self):
-    result = _binary('learner.py', '--replay_server=',
-                     f'--root_dir={self.get_temp_dir()}',
-                     f'--gin_file={self.gin_file}')
-    self.assert_one_error_line(result, '--replay_server must be HOST:PORT')
+    result = run_helpers.run_binary('learner.py', '--replay_server=',
+                                    f'--root_dir={self.get_temp_dir()}',
+                                    f'--gin_file={self.gin_file}')
+    run_helpers.assert_one_error_line(self, result,
+                                      '--replay_server must be HOST:PORT')
 
   def test_a_missing_server_address_exits_2(self):
-    result = _binary('actor.py', '--task=0', f'--gin_file={self.gin_file}')
-    self.assert_one_error_line(result, 'replay_server')
+    result = run_helpers.run_binary('actor.py', '--task=0',
+                                    f'--gin_file={self.gin_file}')
+    run_helpers.assert_one_error_line(self, result, 'replay_server')
 
 
 def _ray_available():

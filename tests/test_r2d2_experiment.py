@@ -29,9 +29,8 @@ from tf_agents.trajectories import time_step as ts
 from tfa_explore import config
 from tfa_explore import errors
 from tfa_explore.experiments import r2d2
+import run_helpers  # pylint: disable=g-bad-import-order
 import test_console  # pylint: disable=g-bad-import-order
-
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TINY_GIN = """
 import tfa_explore.agents.r2d2.config
@@ -108,17 +107,6 @@ rnd_mlp_networks.output_dim = 4
 """
 
 
-def read_events(directory):
-  """{tag: [(step, value)]} of all event files in `directory`."""
-  events = {}
-  for path in sorted(glob.glob(os.path.join(directory, 'events.out.*'))):
-    for event in tf.compat.v1.train.summary_iterator(path):
-      for value in event.summary.value:
-        events.setdefault(value.tag, []).append(
-            (event.step, tf.make_ndarray(value.tensor)))
-  return events
-
-
 class _TestCase(tf.test.TestCase):
   # tf.test.TestCase's deprecated `test_session` is not a test.
   test_session = None
@@ -150,7 +138,7 @@ class SingleMachineTest(_TestCase):
 
     self.assertTrue(os.path.exists(os.path.join(root_dir,
                                                 'operative_config.gin')))
-    train = read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     for tag in ('Losses/td_loss', 'Q/selected_mean', 'Q/selected_max',
                 'Replay/priority_mean', 'Replay/priority_max', 'Replay/size',
                 'Replay/inserts_per_second', 'Replay/samples_per_second',
@@ -166,9 +154,10 @@ class SingleMachineTest(_TestCase):
     self.assertAllClose(train['Actor/1/Epsilon'][-1][1], 0.4**8)
     self.assertTrue(np.isfinite(train['Losses/td_loss'][-1][1]))
     self.assertGreater(train['Replay/inserted'][-1][1], 0)
-    evals = read_events(os.path.join(root_dir, 'eval'))
+    evals = run_helpers.read_events(os.path.join(root_dir, 'eval'))
     self.assertEqual(float(evals['Metrics/AverageReturn'][-1][1]), 21.0)
-    actor_events = read_events(os.path.join(root_dir, 'actors', '0'))
+    actor_events = run_helpers.read_events(
+        os.path.join(root_dir, 'actors', '0'))
     self.assertIn('Actor/SequencesPerSecond', actor_events)
 
     # The exported greedy policy is stateful and runs on raw time steps.
@@ -190,11 +179,12 @@ class SingleMachineTest(_TestCase):
     gin.clear_config()
     config.parse_gin([self.gin_file], [])
     self.assertEqual(r2d2.train_eval(root_dir=root_dir), result)
-    self.assertEqual(read_events(os.path.join(root_dir, 'eval')).keys(),
-                     evals.keys())
-    self.assertLen(read_events(os.path.join(root_dir, 'eval'))[
+    self.assertEqual(
+        run_helpers.read_events(os.path.join(root_dir, 'eval')).keys(),
+        evals.keys())
+    self.assertLen(run_helpers.read_events(os.path.join(root_dir, 'eval'))[
         'Metrics/AverageReturn'], len(evals['Metrics/AverageReturn']))
-    self.assertLen(read_events(os.path.join(root_dir, 'train'))[
+    self.assertLen(run_helpers.read_events(os.path.join(root_dir, 'train'))[
         'Metrics/EnvironmentSteps'], len(train['Metrics/EnvironmentSteps']))
 
     # Resume with a larger budget: the counters continue.
@@ -205,7 +195,7 @@ class SingleMachineTest(_TestCase):
     latest = tf.train.get_checkpoint_state(
         os.path.join(root_dir, 'checkpoints')).model_checkpoint_path
     self.assertNotEqual(latest, first_checkpoint)
-    train = read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     self.assertGreater(int(train['Metrics/LearnerSteps'][-1][1]),
                        train_steps)
     # The resumed run's env-step axis starts where the first one ended.
@@ -245,7 +235,7 @@ class SingleMachineTest(_TestCase):
                       'r2d2.Settings.summary_interval = 1'])
     result = r2d2.train_eval(root_dir=root_dir)
     self.assertGreaterEqual(result['EnvironmentSteps'], 120)
-    train = read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     # 2 actors x 3 envs = 6 slots; each finished 6-step episodes.
     for slot in range(6):
       self.assertIn(f'Actor/{slot}/AverageReturn', train)
@@ -298,7 +288,8 @@ class OrphanedActorTest(absltest.TestCase):
         'print(child.pid, flush=True)\n'
         'time.sleep(120)\n')
     parent = subprocess.Popen([sys.executable, '-c', parent_code],
-                              stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT)
+                              stdout=subprocess.PIPE, text=True,
+                              cwd=run_helpers.REPO_ROOT)
     child_pid = int(parent.stdout.readline())
     try:
       # The child shares the parent's stdout.
@@ -454,8 +445,10 @@ class ErrorsTest(_TestCase):
                      ['suite_gymnasium.load.max_episode_steps = 6'])
     config.check_before_start()
 
-  def test_task_out_of_range(self):
-    with self.assertRaisesRegex(ValueError, 'task must be in'):
+  def test_task_out_of_range_names_num_actors(self):
+    with self.assertRaisesRegex(
+        errors.ConfigError,
+        r'^--task must be in \[0, r2d2.Settings.num_actors = 2\), got 2\.$'):
       r2d2.run_actor(self.settings(), task=2, replay_server='localhost:1')
 
 
@@ -467,8 +460,9 @@ class ThreeProcessTest(_TestCase):
     log = open(os.path.join(log_dir, f'{log_name or name}.log'), 'w')
     self.addCleanup(log.close)
     process = subprocess.Popen(
-        [sys.executable, os.path.join(REPO_ROOT, 'train', f'{name}.py')] +
-        args, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
+        [sys.executable,
+         os.path.join(run_helpers.REPO_ROOT, 'train', f'{name}.py')] + args,
+        stdout=log, stderr=subprocess.STDOUT, cwd=run_helpers.REPO_ROOT)
 
     def stop():
       if process.poll() is None:
@@ -480,6 +474,12 @@ class ThreeProcessTest(_TestCase):
   def _log(self, log_dir, name):
     with open(os.path.join(log_dir, f'{name.split()[0]}.log')) as f:
       return f.read()[-3000:]
+
+  def _wait_for_line(self, process, log_dir, name, text):
+    """Waits (at most 120 s) until `name`'s log holds `text`."""
+    run_helpers.wait_until(
+        self, lambda: text in self._log(log_dir, name), process, 120,
+        lambda: self._log(log_dir, name))
 
   def test_three_binaries_train_on_loopback(self):
     port = portpicker.pick_unused_port()
@@ -522,7 +522,7 @@ class ThreeProcessTest(_TestCase):
           [], f'{name} printed lines that are not ours')
       self.assertIn('Starting', lines[0], name)
 
-    train = read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     self.assertGreaterEqual(int(train['Metrics/EnvironmentSteps'][-1][1]),
                             120)
     self.assertGreater(int(train['Metrics/LearnerSteps'][-1][1]), 0)
@@ -546,23 +546,20 @@ class ThreeProcessTest(_TestCase):
                   f'--root_dir={root_dir}'] + gin_args
     first = self._start('actor', actor_args, log_dir)
     # Without a learner it waits for weights, holding its task.
-    deadline = time.time() + 120
-    while 'waiting for the learner' not in self._log(log_dir, 'actor'):
-      self.assertIsNone(first.poll(), self._log(log_dir, 'actor'))
-      self.assertLess(time.time(), deadline, self._log(log_dir, 'actor'))
-      time.sleep(0.2)
-    second = subprocess.run(
-        [sys.executable, os.path.join(REPO_ROOT, 'train', 'actor.py')] +
-        actor_args, capture_output=True, text=True, timeout=120,
-        cwd=REPO_ROOT, check=False)
-    self.assertEqual(second.returncode, 2, second.stderr[-2000:])
-    errors_printed = [line for line in second.stderr.splitlines()
-                      if line.startswith('ERROR:')]
-    self.assertLen(errors_printed, 1, second.stderr[-2000:])
-    self.assertIn('Actor --task=0 of this run is already running',
-                  errors_printed[0])
-    self.assertIn(f'pid {first.pid}', errors_printed[0])
+    self._wait_for_line(first, log_dir, 'actor', 'waiting for the learner')
+    second = run_helpers.run_binary('actor.py', *actor_args, timeout=120)
+    error = run_helpers.assert_one_error_line(
+        self, second, 'Actor --task=0 of this run is already running')
+    self.assertIn(f'pid {first.pid}', error)
     self.assertIsNone(first.poll())
+
+  def test_a_task_out_of_range_exits_2(self):
+    result = run_helpers.run_binary('actor.py', '--task=2',
+                                    '--replay_server=127.0.0.1:1',
+                                    f'--gin_file={self.gin_file}')
+    self.assertEqual(
+        run_helpers.assert_one_error_line(self, result, '--task'),
+        'ERROR: --task must be in [0, r2d2.Settings.num_actors = 2), got 2.')
 
   def test_sigterm_checkpoints_the_replay_server_and_ends_actors(self):
     port = portpicker.pick_unused_port()
@@ -577,11 +574,7 @@ class ThreeProcessTest(_TestCase):
     actor = self._start('actor', [
         '--task=0', f'--replay_server={address}', f'--root_dir={root_dir}'] +
                         gin_args, log_dir)
-    deadline = time.time() + 120
-    while 'waiting for the learner' not in self._log(log_dir, 'actor'):
-      self.assertIsNone(actor.poll(), self._log(log_dir, 'actor'))
-      self.assertLess(time.time(), deadline, self._log(log_dir, 'actor'))
-      time.sleep(0.2)
+    self._wait_for_line(actor, log_dir, 'actor', 'waiting for the learner')
     # Blocked in Reverb, waiting for weights no learner sends: Ctrl-C
     # still ends it at once.
     actor.send_signal(signal.SIGINT)

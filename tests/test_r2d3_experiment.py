@@ -8,8 +8,6 @@ action 1), written to a file in each test.
 
 import os
 import re
-import subprocess
-import sys
 import threading
 from unittest import mock
 
@@ -21,6 +19,7 @@ import pytest
 import reverb
 import tensorflow as tf
 
+import run_helpers  # pylint: disable=g-bad-import-order
 import test_r2d2_experiment as r2d2_test  # pylint: disable=g-bad-import-order
 from tfa_explore.testing import r2d3 as support  # pylint: disable=g-bad-import-order
 
@@ -135,8 +134,8 @@ class SingleMachineTest(_TestCase):
     self.assertEqual(result['SuccessRate'], 1.0)
     self.assertEqual(pretrain_calls, [PRETRAIN_STEPS])
 
-    train = r2d2_test.read_events(os.path.join(root_dir, 'train'))
-    evals = r2d2_test.read_events(os.path.join(root_dir, 'eval'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
+    evals = run_helpers.read_events(os.path.join(root_dir, 'eval'))
     # The demo table holds exactly the file's sequences (filled once).
     self.assertEqual(int(train['Replay/r2d3_demonstrations/size'][-1][1]),
                      expected_sequences)
@@ -175,7 +174,7 @@ class SingleMachineTest(_TestCase):
     self.assertGreaterEqual(result['EnvironmentSteps'], 200)
     # The restored train step goes on (the resumed run's own learner steps
     # depend on how fast actors outrun the learner in 80 env steps).
-    train = r2d2_test.read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     self.assertGreaterEqual(int(train['Metrics/LearnerSteps'][-1][1]),
                             train_steps)
 
@@ -421,14 +420,11 @@ class ErrorsTest(_TestCase):
 
   @pytest.mark.integration
   def test_bad_demo_path_exits_train_eval_with_code_2(self):
-    result = subprocess.run(
-        [sys.executable,
-         os.path.join(r2d2_test.REPO_ROOT, 'train', 'train_eval.py'),
-         f'--root_dir={self.get_temp_dir()}/cli',
-         f'--gin_file={self.r2d3_gin_file}',
-         "--gin_bindings=r2d3.DemonstrationReplay.path = 'missing.demo'"],
-        capture_output=True, text=True, timeout=120,
-        cwd=r2d2_test.REPO_ROOT, check=False)
+    result = run_helpers.run_binary(
+        'train_eval.py', f'--root_dir={self.get_temp_dir()}/cli',
+        f'--gin_file={self.r2d3_gin_file}',
+        "--gin_bindings=r2d3.DemonstrationReplay.path = 'missing.demo'",
+        timeout=120)
     self.assertEqual(result.returncode, 2, result.stderr[-2000:])
     self.assertIn("r2d3.DemonstrationReplay.path = 'missing.demo': no such file",
                   result.stderr)
@@ -502,6 +498,7 @@ class ThreeProcessTest(r2d2_test.ThreeProcessTest):
   """R2D2's three-binary loopback test, run with an R2D3 gin file."""
 
   test_bad_gin_binding_exits_with_code_2 = None  # Same code path as R2D2.
+  test_a_task_out_of_range_exits_2 = None  # Same code path as R2D2.
 
   def setUp(self):
     super().setUp()
@@ -515,7 +512,7 @@ class ThreeProcessTest(r2d2_test.ThreeProcessTest):
     # The learner fills the server's demo table and pre-trains before the
     # actors get weights; the server and actors never read the file.
     super().test_three_binaries_train_on_loopback()
-    train = r2d2_test.read_events(
+    train = run_helpers.read_events(
         os.path.join(self.get_temp_dir(), 'distributed', 'train'))
     self.assertIn('Losses/margin', train)
     self.assertGreater(int(train['Replay/r2d3_demonstrations/size'][-1][1]), 0)

@@ -29,6 +29,7 @@ from tfa_explore.experiments.distributed import ray_resources
 from tfa_explore.experiments.r2d2 import ray_launcher
 from tfa_explore.testing import faults
 
+import run_helpers
 import test_r2d2_experiment as r2d2_tests  # the tiny gin file
 
 
@@ -157,7 +158,7 @@ class RayLauncherTest(r2d2_tests._TestCase):  # pylint: disable=protected-access
     self.assertEqual(results['AverageReturn'], 21.0)  # Counting-v0, 6 steps
     self.assertTrue(os.path.isdir(
         os.path.join(root_dir, 'replay_checkpoints')))
-    train = r2d2_tests.read_events(os.path.join(root_dir, 'train'))
+    train = run_helpers.read_events(os.path.join(root_dir, 'train'))
     self.assertGreaterEqual(train['Actors/restarts'][-1][1], 1)
     output = ''
     for path in glob.glob(os.path.join(logs_dir, 'worker-*')):

@@ -335,29 +335,13 @@ def check_before_start() -> None:
   # Before the agent below runs TensorFlow's first op: the thread pools
   # can only be sized until then.
   run_kit.set_tf_threads(settings.tf_threads)
-  time_step_spec, action_spec = env_specs(settings)
+  time_step_spec, action_spec = run_kit.env_specs(settings).tensor_specs()
   # Seeded as train_eval seeds, so the check's build needs no global seed
   # set by whatever ran before it in this process (op determinism refuses
   # an unseeded initialiser).
   run_kit.set_global_seeds(settings.seed)
   make_agent(settings, time_step_spec, action_spec,
              tf.Variable(0, dtype=tf.int64, name='train_step'))
-
-
-def env_specs(settings: Settings, env=None):
-  """(time_step_spec, action_spec) of `env`, as tensor specs.
-
-  Without `env`, one env is built (seed `seed`) for its specs and closed.
-  """
-  own_env = env is None
-  if own_env:
-    env = settings.env_loader(seed=settings.seed)
-  try:
-    return (tensor_spec.from_spec(env.time_step_spec()),
-            tensor_spec.from_spec(env.action_spec()))
-  finally:
-    if own_env:
-      env.close()
 
 
 EXPERIMENT = experiment_lib.declare_experiment(train_eval, check_before_start)

@@ -11,6 +11,8 @@ and a progress line look the same whatever the agent:
   loads, and the policy export that goes with every checkpoint;
 * `ProgressLog`: the progress line (rate and ETA of the last interval,
   never of start-up; episodes against the budget when a run has one);
+* `env_specs`: what a loop reads of its env before building on it (specs,
+  id, episode limit), from one env built and closed or the caller's;
 * `episode_budget`: a run's episode budget, its own or its env's (bsuite's);
 * `set_global_seeds`: a loop's process seeded from the run's seed;
 * `crossed`, `evaluate_and_checkpoint_when_due` and `finish`: the
@@ -34,12 +36,13 @@ one readable.
 
 import os
 import time
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from absl import logging
 import gin
 import numpy as np
 import tensorflow as tf
+from tf_agents.specs import tensor_spec
 
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import checkpointing
@@ -295,6 +298,45 @@ class ProgressLog:
     logging.info('%s', line)
     self._mark = (now, env_steps, episodes, counters)
     return line
+
+
+class EnvSpecs(NamedTuple):
+  """What a loop reads of its env before it builds anything on it.
+
+  Attributes:
+    time_step_spec: as the env gives it (a PyEnvironment's array specs, so
+      a message shows what the user's env declares).
+    action_spec: the same.
+    env_id: the env's `env_id` (our wrappers have one), else None.
+    max_episode_steps: the env's declared episode limit, else None.
+  """
+  time_step_spec: Any
+  action_spec: Any
+  env_id: Optional[str]
+  max_episode_steps: Optional[int]
+
+  def tensor_specs(self) -> Tuple[Any, Any]:
+    """(time_step_spec, action_spec) as tensor specs, for an agent."""
+    return (tensor_spec.from_spec(self.time_step_spec),
+            tensor_spec.from_spec(self.action_spec))
+
+
+def env_specs(settings: settings_lib.RunSettings, env=None) -> EnvSpecs:
+  """`env`'s specs, id and episode limit.
+
+  Without `env`, one env is built (seed `settings.seed`) for them and
+  closed unstepped; a given `env` (an actor's batch) stays open.
+  """
+  own_env = env is None
+  if own_env:
+    env = settings.env_loader(seed=settings.seed)
+  try:
+    return EnvSpecs(env.time_step_spec(), env.action_spec(),
+                    getattr(env, 'env_id', None),
+                    getattr(env, 'max_episode_steps', None))
+  finally:
+    if own_env:
+      env.close()
 
 
 def episode_budget(num_episodes: Optional[int],

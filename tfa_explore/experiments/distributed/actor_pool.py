@@ -2,9 +2,10 @@
 
 `ActorPool` runs a family's `Roles.run_actor` for every task, restarts
 those that die, and stops them; `actor_envs` says which of the run's envs
-a task steps and how they are seeded (a restart's anew); `actor_lock`
-keeps one process per task of a run; `exit_when_orphaned` ends an actor
-subprocess whose launcher is gone.
+a task steps and how they are seeded (a restart's anew); `check_task`
+refuses a task index outside the run's actors; `actor_lock` keeps one
+process per task of a run; `exit_when_orphaned` ends an actor subprocess
+whose launcher is gone.
 """
 
 import contextlib
@@ -61,6 +62,22 @@ def actor_envs(task: int, num_actors: int, envs_per_actor: int, seed: int,
   return ActorEnvs(
       first=first,
       seed=seed + first + incarnation * num_actors * envs_per_actor)
+
+
+def check_task(settings, task: int) -> None:
+  """Raises ConfigError unless actor `task` is one of the run's.
+
+  Args:
+    settings: the family's settings (`roles.DistributedSettings`).
+    task: an actor's index (`train/actor.py --task`).
+
+  Raises:
+    errors.ConfigError: `task` not in [0, num_actors), naming the setting.
+  """
+  if not 0 <= task < settings.num_actors:
+    raise errors.ConfigError(
+        f'--task must be in [0, {settings.setting("num_actors")} = '
+        f'{settings.num_actors}), got {task}.')
 
 
 def actor_lock(root_dir: Optional[str], task: int):

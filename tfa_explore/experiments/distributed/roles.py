@@ -33,6 +33,9 @@ class DistributedSettings(Protocol):
 class Roles(abc.ABC):
   """One family's roles; a stateless object, pickled by reference.
 
+  A role that is one of the family's functions, with the method's
+  arguments, is that function: `run_actor = staticmethod(actor.run_actor)`.
+
   Attributes:
     name: the family's short name, in front of thread, process and Ray
       actor names ('r2d2' -> 'r2d2_actor_0').

@@ -19,7 +19,6 @@ import time
 from absl import logging
 import reverb
 
-from tfa_explore import errors
 from tfa_explore.environments import batched
 from tfa_explore.environments import run_context
 from tfa_explore.experiments import on_policy
@@ -76,10 +75,7 @@ def run_actor(setup, task, replay_server, root_dir=None, stop_event=None,
   Raises:
     errors.ConfigError: `task` out of range, or the task runs already.
   """
-  if not 0 <= task < setup.num_actors:
-    raise errors.ConfigError(
-        f'--task must be in [0, {setup.setting("num_actors")} = '
-        f'{setup.num_actors}), got {task}.')
+  actor_pool.check_task(setup, task)
   with actor_pool.actor_lock(root_dir, task):
     return _run_actor(setup, task, replay_server, root_dir, stop_event,
                       incarnation)

@@ -25,6 +25,7 @@ import reverb
 import tensorflow as tf
 
 from tfa_explore.experiments import on_policy
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments.distributed import variables as variables_lib
 from tfa_explore.replay import tables
 
@@ -41,7 +42,8 @@ def make_agent(setup, train_step: Optional[tf.Variable] = None, env=None):
   Without `env`, one env is built (seed `seed`) for its specs and closed.
   """
   settings = setup.settings
-  time_step_spec, action_spec = on_policy.env_specs(settings, env)
+  time_step_spec, action_spec = run_kit.env_specs(settings,
+                                                 env).tensor_specs()
   if train_step is None:
     train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
   return on_policy.make_agent(settings, time_step_spec, action_spec,

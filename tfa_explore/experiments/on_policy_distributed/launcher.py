@@ -26,9 +26,9 @@ class OnPolicyRoles(roles_lib.Roles):
   """The on-policy family's roles (RND-PPO and its PPO twin)."""
 
   name = 'on_policy'
-
-  def settings_from_gin(self):
-    return distributed_settings.setup_from_gin()
+  settings_from_gin = staticmethod(distributed_settings.setup_from_gin)
+  run_learner = staticmethod(learner_lib.run_learner)
+  run_actor = staticmethod(actor_lib.run_actor)
 
   def check_setup(self, settings):
     # One env's specs and the agent on them: the factories check their
@@ -38,15 +38,6 @@ class OnPolicyRoles(roles_lib.Roles):
   def make_replay_server(self, settings, port=None, checkpoint_dir=None):
     del checkpoint_dir  # Nothing in it outlives an iteration.
     return builder.make_replay_server(settings, port)
-
-  def run_learner(self, settings, replay_server, root_dir, actors=None):
-    return learner_lib.run_learner(settings, replay_server, root_dir,
-                                   actors=actors)
-
-  def run_actor(self, settings, task, replay_server, root_dir=None,
-                stop_event=None, incarnation=0):
-    return actor_lib.run_actor(settings, task, replay_server, root_dir,
-                               stop_event, incarnation=incarnation)
 
   def ray_resources(self):
     return distributed_settings.RayResources()

@@ -133,10 +133,11 @@ def run_actor(settings, task, replay_server, root_dir=None, stop_event=None,
 
   Returns:
     Env steps this actor took (all its environments).
+
+  Raises:
+    errors.ConfigError: `task` out of range, or the task runs already.
   """
-  if not 0 <= task < settings.num_actors:
-    raise ValueError(
-        f'task must be in [0, num_actors={settings.num_actors}), got {task}.')
+  actor_pool.check_task(settings, task)
   with actor_pool.actor_lock(root_dir, task):
     return _run_actor(settings, task, replay_server, root_dir, stop_event,
                       incarnation)

@@ -26,6 +26,7 @@ from tf_agents.specs import tensor_spec
 from tfa_explore import errors
 from tfa_explore.agents.r2d2 import agent as r2d2_agent
 from tfa_explore.agents.r2d2 import inputs as r2d2_inputs
+from tfa_explore.experiments import run_kit
 from tfa_explore.experiments.distributed import variables as variables_lib
 from tfa_explore.experiments.r2d2 import replay as replay_lib
 from tfa_explore.networks import recurrent_dueling_q_network as rdqn
@@ -232,12 +233,8 @@ class Builder:
       errors.ConfigError: e.g. a continuous action space, a demonstration
         file that does not fit (R2D3 reads all of it).
     """
-    env = self.settings.env_loader(seed=self.settings.seed)
-    try:
-      self.replay.check(env.time_step_spec(), env.action_spec(),
-                        getattr(env, 'env_id', None))
-    finally:
-      env.close()
+    specs = run_kit.env_specs(self.settings)
+    self.replay.check(specs.time_step_spec, specs.action_spec, specs.env_id)
 
   def make_agent(self, train_step: Optional[tf.Variable] = None,
                  env=None) -> Tuple[Optional[str], Any]:
@@ -246,31 +243,23 @@ class Builder:
     Without `env`, one env is built (seed `seed`) for its specs and closed.
     """
     settings = self.settings
-    own_env = env is None
-    if own_env:
-      env = settings.env_loader(seed=settings.seed)
-    try:
-      if train_step is None:
-        train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
-      # Gin builds the agent's bound objects (`@r2d2/SequenceConfig()`)
-      # before the factory's own checks: their ValueErrors name their
-      # binding and are the user's error too.
-      with errors.values_of('r2d2.Settings.agent_fn'):
-        agent = settings.agent_fn(
-            time_step_spec=tensor_spec.from_spec(env.time_step_spec()),
-            action_spec=tensor_spec.from_spec(env.action_spec()),
-            train_step_counter=train_step)
-      env_id = getattr(env, 'env_id', None)
-      episode_limit = getattr(env, 'max_episode_steps', None)
-    finally:
-      if own_env:
-        env.close()
+    specs = run_kit.env_specs(settings, env)
+    time_step_spec, action_spec = specs.tensor_specs()
+    if train_step is None:
+      train_step = tf.Variable(0, dtype=tf.int64, name='train_step')
+    # Gin builds the agent's bound objects (`@r2d2/SequenceConfig()`)
+    # before the factory's own checks: their ValueErrors name their
+    # binding and are the user's error too.
+    with errors.values_of('r2d2.Settings.agent_fn'):
+      agent = settings.agent_fn(time_step_spec=time_step_spec,
+                                action_spec=action_spec,
+                                train_step_counter=train_step)
     if not isinstance(agent, r2d2_agent.R2D2Agent):
       raise TypeError(
           f'agent_fn must build an R2D2Agent, got {type(agent).__name__}.')
     replay_lib.check_agent(self.replay, agent)
-    check_sequence_fits(agent.sequence_config, episode_limit)
-    return env_id, agent
+    check_sequence_fits(agent.sequence_config, specs.max_episode_steps)
+    return specs.env_id, agent
 
   def make_tables(self, agent) -> List[reverb.Table]:
     """The server's tables: the strategy's, variables and progress."""

@@ -47,24 +47,15 @@ class R2D2Roles(roles_lib.Roles):
   """The R2D2 family's roles (R2D3 is a replay strategy of the same)."""
 
   name = 'r2d2'
-
-  def settings_from_gin(self):
-    return r2d2_settings.settings_from_gin()
+  settings_from_gin = staticmethod(r2d2_settings.settings_from_gin)
+  run_learner = staticmethod(learner_lib.run_learner)
+  run_actor = staticmethod(actor_lib.run_actor)
 
   def check_setup(self, settings):
     builder_lib.Builder(settings).check_setup()
 
   def make_replay_server(self, settings, port=None, checkpoint_dir=None):
     return make_replay_server(settings, port, checkpoint_dir)
-
-  def run_learner(self, settings, replay_server, root_dir, actors=None):
-    return learner_lib.run_learner(settings, replay_server, root_dir,
-                                   actors=actors)
-
-  def run_actor(self, settings, task, replay_server, root_dir=None,
-                stop_event=None, incarnation=0):
-    return actor_lib.run_actor(settings, task, replay_server, root_dir,
-                               stop_event, incarnation=incarnation)
 
   def ray_resources(self):
     return r2d2_settings.RayResources()

@@ -16,12 +16,12 @@ File format (version 1), little endian:
       20 + H   episode records, back to back
 
 The header names the env id, the time step and action specs (every leaf:
-path, shape, dtype, bounds), the episode count and, per episode, its
-record's offset (from the start of the records), length, CRC32, number of
-transitions and return, plus free-form `metadata` (e.g. the source). A
-record is an `.npz` (no pickles) with the arrays `step_type`, `reward`,
-`discount`, `action` and `observation` (`observation/<path>` for nested
-observations).
+path, shape, dtype, bounds: `specs.specs_to_json`), the episode count and,
+per episode, its record's offset (from the start of the records), length,
+CRC32, number of transitions and return, plus free-form `metadata` (e.g.
+the source). A record is an `.npz` (no pickles) with the arrays
+`step_type`, `reward`, `discount`, `action` and `observation`
+(`observation/<path>` for nested observations).
 
 Robustness. `DemonstrationWriter` streams records to a temporary file next
 to the destination and, on `close()`, writes header + records to a second
@@ -30,7 +30,7 @@ file or the previous one, never a partial file. The reader trusts nothing:
 a short file names the byte offset where data is missing, a checksum
 mismatch names the header or the episode and its byte range, arrays are
 checked against the header's specs (field named), and the header's specs
-against the agent's (`check_specs`, field named). Nothing is skipped
+against the agent's (`specs.check_specs`, field named). Nothing is skipped
 silently: any bad episode fails the whole read.
 """
 
@@ -47,7 +47,8 @@ import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
-from tf_agents.utils import nest_utils
+
+from tfa_explore.replay.demonstrations import specs as specs_lib
 
 MAGIC = b'TFADEMO\0'
 FORMAT_VERSION = 1
@@ -57,10 +58,6 @@ PREAMBLE_SIZE = _PREAMBLE.size  # 20 bytes.
 
 class DemonstrationFileError(ValueError):
   """A demonstration file is truncated, corrupt or inconsistent."""
-
-
-class DemonstrationSpecError(ValueError):
-  """A demonstration file's specs do not match the agent's."""
 
 
 @dataclasses.dataclass
@@ -95,69 +92,7 @@ class Demonstrations:
     return [episode.episode_return for episode in self.episodes]
 
 
-# --- specs ------------------------------------------------------------------
-
-
-def _leaves_with_paths(nest, prefix):
-  """[(path, leaf)] with paths like 'observation' or 'observation/image'."""
-  leaves = []
-  for path, leaf in nest_utils.flatten_with_joined_paths(nest):
-    leaves.append((f'{prefix}/{path}' if path else prefix, leaf))
-  return leaves
-
-
-def _spec_fields(time_step_spec, action_spec):
-  """{field path: spec} of everything a demo file records."""
-  time_step_spec = tensor_spec.from_spec(time_step_spec)
-  fields = dict(_leaves_with_paths(time_step_spec.observation,
-                                   'observation'))
-  fields['reward'] = time_step_spec.reward
-  fields['discount'] = time_step_spec.discount
-  fields['step_type'] = time_step_spec.step_type
-  fields.update(_leaves_with_paths(tensor_spec.from_spec(action_spec),
-                                   'action'))
-  return fields
-
-
-def _spec_to_json(spec):
-  entry = {'shape': [int(d) for d in spec.shape],
-           'dtype': tf.as_dtype(spec.dtype).name}
-  if tensor_spec.is_bounded(spec):
-    entry['minimum'] = np.asarray(spec.minimum).tolist()
-    entry['maximum'] = np.asarray(spec.maximum).tolist()
-  return entry
-
-
-def specs_to_json(time_step_spec, action_spec):
-  """The header's `specs`: {field path: {shape, dtype[, minimum, maximum]}}."""
-  return {path: _spec_to_json(spec)
-          for path, spec in _spec_fields(time_step_spec, action_spec).items()}
-
-
-def check_specs(file_specs, time_step_spec, action_spec, source='file'):
-  """Raises DemonstrationSpecError naming the first field that differs.
-
-  Args:
-    file_specs: a header's `specs` (see `specs_to_json`).
-    time_step_spec, action_spec: the agent's (or env's) specs.
-    source: file name for the message.
-  """
-  expected = specs_to_json(time_step_spec, action_spec)
-  missing = sorted(set(expected) - set(file_specs))
-  extra = sorted(set(file_specs) - set(expected))
-  if missing or extra:
-    raise DemonstrationSpecError(
-        f'Demonstrations in {source} do not match the agent\'s specs: fields '
-        f'missing from the file {missing}, fields the agent does not have '
-        f'{extra}.')
-  for path, expected_entry in expected.items():
-    actual_entry = file_specs[path]
-    for key in ('shape', 'dtype', 'minimum', 'maximum'):
-      if actual_entry.get(key) != expected_entry.get(key):
-        raise DemonstrationSpecError(
-            f'Demonstrations in {source}: field {path!r} has {key} '
-            f'{actual_entry.get(key)} in the file but the agent needs '
-            f'{expected_entry.get(key)}.')
+# --- episodes <-> arrays ----------------------------------------------------
 
 
 def _check_episode_arrays(arrays, specs, where):
@@ -194,20 +129,18 @@ def _check_episode_arrays(arrays, specs, where):
         f'{step_type.tolist()}.')
 
 
-# --- episodes <-> arrays ----------------------------------------------------
-
-
 def _episode_arrays(episode, time_step_spec, action_spec):
   """{field path: array} of an episode, cast to the specs' dtypes."""
-  fields = _spec_fields(time_step_spec, action_spec)
-  values = dict(_leaves_with_paths(episode.observation, 'observation'))
+  fields = specs_lib.spec_fields(time_step_spec, action_spec)
+  values = dict(specs_lib.leaves_with_paths(episode.observation,
+                                            'observation'))
   values.update(step_type=episode.step_type, reward=episode.reward,
                 discount=episode.discount)
-  values.update(_leaves_with_paths(episode.action, 'action'))
+  values.update(specs_lib.leaves_with_paths(episode.action, 'action'))
   arrays = {}
   for path, spec in fields.items():
     if path not in values:
-      raise DemonstrationSpecError(
+      raise specs_lib.DemonstrationSpecError(
           f'Episode has no field {path!r} of the specs.')
     arrays[path] = np.asarray(values[path]).astype(
         tf.as_dtype(spec.dtype).as_numpy_dtype, copy=False)
@@ -216,12 +149,12 @@ def _episode_arrays(episode, time_step_spec, action_spec):
 
 def _episode_from_arrays(arrays, time_step_spec, action_spec):
   observation_paths = [
-      path for path, _ in _leaves_with_paths(
+      path for path, _ in specs_lib.leaves_with_paths(
           tensor_spec.from_spec(time_step_spec).observation, 'observation')]
   observation = tf.nest.pack_sequence_as(
       tensor_spec.from_spec(time_step_spec).observation,
       [arrays[path] for path in observation_paths])
-  action_paths = [path for path, _ in _leaves_with_paths(
+  action_paths = [path for path, _ in specs_lib.leaves_with_paths(
       tensor_spec.from_spec(action_spec), 'action')]
   action = tf.nest.pack_sequence_as(
       tensor_spec.from_spec(action_spec),
@@ -229,38 +162,6 @@ def _episode_from_arrays(arrays, time_step_spec, action_spec):
   return DemoEpisode(observation=observation, step_type=arrays['step_type'],
                      reward=arrays['reward'], discount=arrays['discount'],
                      action=action)
-
-
-def _specs_from_json(specs):
-  """(time_step_spec, action_spec) rebuilt from a header's specs.
-
-  Nested observations come back as flat dicts keyed by their path below
-  'observation' (the file does not record the nest types).
-  """
-  def spec_of(path, entry):
-    dtype = tf.as_dtype(entry['dtype'])
-    if 'minimum' in entry:
-      return tensor_spec.BoundedTensorSpec(
-          entry['shape'], dtype, entry['minimum'], entry['maximum'], name=path)
-    return tf.TensorSpec(entry['shape'], dtype, name=path)
-
-  observation_paths = [p for p in specs if p.split('/')[0] == 'observation']
-  if observation_paths == ['observation']:
-    observation = spec_of('observation', specs['observation'])
-  else:
-    observation = {p[len('observation/'):]: spec_of(p, specs[p])
-                   for p in observation_paths}
-  time_step_spec = ts.TimeStep(
-      step_type=spec_of('step_type', specs['step_type']),
-      reward=spec_of('reward', specs['reward']),
-      discount=spec_of('discount', specs['discount']),
-      observation=observation)
-  action_paths = [p for p in specs if p.split('/')[0] == 'action']
-  if action_paths != ['action']:
-    raise DemonstrationFileError(
-        'Only single-array actions are supported; the file has '
-        f'{action_paths}.')
-  return time_step_spec, spec_of('action', specs['action'])
 
 
 # --- writing ----------------------------------------------------------------
@@ -281,7 +182,8 @@ class DemonstrationWriter:
     self._env_id = str(env_id)
     self._time_step_spec = tensor_spec.from_spec(time_step_spec)
     self._action_spec = tensor_spec.from_spec(action_spec)
-    self._specs = specs_to_json(self._time_step_spec, self._action_spec)
+    self._specs = specs_lib.specs_to_json(self._time_step_spec,
+                                          self._action_spec)
     self._metadata = dict(metadata or {})
     directory = os.path.dirname(os.path.abspath(self._path))
     os.makedirs(directory, exist_ok=True)
@@ -443,10 +345,15 @@ def _open_checked(path, time_step_spec, action_spec):
   if (time_step_spec is None) != (action_spec is None):
     raise ValueError('Pass both time_step_spec and action_spec, or neither.')
   if time_step_spec is not None:
-    check_specs(specs, time_step_spec, action_spec, source=path)
+    specs_lib.check_specs(specs, time_step_spec, action_spec, source=path)
     return (header, records_start, tensor_spec.from_spec(time_step_spec),
             tensor_spec.from_spec(action_spec))
-  return (header, records_start) + _specs_from_json(specs)
+  action_paths = [p for p in specs if p.split('/')[0] == 'action']
+  if action_paths != ['action']:
+    raise DemonstrationFileError(
+        'Only single-array actions are supported; the file has '
+        f'{action_paths}.')
+  return (header, records_start) + specs_lib.specs_from_json(specs)
 
 
 def _read_episodes(path, header, records_start, time_step_spec, action_spec):
