@@ -24,7 +24,6 @@ from tf_agents.environments import py_environment
 from tf_agents.environments import tf_py_environment
 from tf_agents.eval import metric_utils
 from tf_agents.metrics import tf_metrics
-from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import trajectory
 from tf_agents.utils import common
 
@@ -118,8 +117,8 @@ def train_eval(root_dir: str,
   collect_py_env = batched.make_batched_env(
       settings.env_loader, settings.num_envs, settings.seed,
       parallel=settings.parallel_envs)
-  time_step_spec = tensor_spec.from_spec(collect_py_env.time_step_spec())
-  action_spec = tensor_spec.from_spec(collect_py_env.action_spec())
+  time_step_spec, action_spec = run_kit.env_specs(
+      settings, env=collect_py_env).tensor_specs()
 
   train_step = common.create_variable('train_step', 0, dtype=tf.int64)
   agent = make_agent(settings, time_step_spec, action_spec, train_step)
