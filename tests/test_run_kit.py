@@ -26,7 +26,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from tf_agents.environments import tf_py_environment
-from tf_agents.specs import tensor_spec
 
 from tfa_explore import config
 from tfa_explore import errors

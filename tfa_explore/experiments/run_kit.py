@@ -40,7 +40,6 @@ from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from absl import logging
 import gin
-import numpy as np
 import tensorflow as tf
 from tf_agents.specs import tensor_spec
 
