@@ -235,6 +235,9 @@ class StopWhenSolvedTest(TestCase):
     # good ones reach 0.8 at episode 250 (not below), 0.67 at 300.
     run_dir = self.make_dir()
     job = self.job(run_dir, bsuite_id='deep_sea_stochastic/0')
+    # Before episode 100 its finder has no rows to count: not yet solved.
+    write_journal(run_dir, [True] * 60, bsuite_id='deep_sea_stochastic-0')
+    self.assertIsNone(bsuite_runs.solved_episode(job, None))
     write_journal(run_dir, [False] * 200 + [True] * 60,
                   bsuite_id='deep_sea_stochastic-0')
     self.assertIsNone(bsuite_runs.solved_episode(job, None))
