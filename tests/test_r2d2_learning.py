@@ -6,8 +6,10 @@ memory at most 0.5 on average (the env charges for carrying the cue in the
 actions, which both networks see as their previous action). The full single-machine pipeline (Reverb server,
 two actor threads with stored recurrent state, prioritized sequence
 replay, the learner) trains a small R2D2 for a fixed env-step budget with
-a fixed seed and deterministic TF ops. Actor threads make the run
-nondeterministic in its interleaving, so the thresholds leave a margin:
+a fixed seed and deterministic TF ops, each run in a fresh process (as
+`train/train_eval.py` runs it), so nothing an earlier test ran in the
+worker's process reaches it. Actor threads make the run nondeterministic
+in its interleaving, so the thresholds leave a margin:
 R2D2's final greedy return over 40 episodes must be >= 0.9, the
 feed-forward twin's (`lstm_size = None`, same budget) <= 0.75. The eval
 envs' cues are fixed by the seed (22 of the 40 are +1), and a policy
@@ -18,6 +20,7 @@ benchmarks/results/r2d2/history_2026-11-23_stateless_cartpole.md ("Slow
 learning test on Recall-v0").
 """
 
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -96,14 +99,31 @@ def train(bindings):
     shutil.rmtree(root_dir, ignore_errors=True)
 
 
+def _train_with_op_determinism(bindings, results):
+  tf.config.experimental.enable_op_determinism()
+  results.put(train(bindings))
+
+
+def train_in_fresh_process(bindings):
+  """`train(bindings)` in a spawned Python process."""
+  context = multiprocessing.get_context('spawn')
+  results = context.Queue()
+  process = context.Process(target=_train_with_op_determinism,
+                            args=(bindings, results))
+  process.start()
+  try:
+    return results.get(timeout=900)
+  finally:
+    process.join(timeout=60)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # minutes-long by design; pytest.ini caps other tests at 900 s
 class R2D2RecallLearningTest(absltest.TestCase):
 
   def test_r2d2_remembers_the_cue_and_its_feed_forward_twin_does_not(self):
-    tf.config.experimental.enable_op_determinism()
-    r2d2_return, r2d2_steps, r2d2_seconds = train([])
-    ff_return, ff_steps, ff_seconds = train(
+    r2d2_return, r2d2_steps, r2d2_seconds = train_in_fresh_process([])
+    ff_return, ff_steps, ff_seconds = train_in_fresh_process(
         ['r2d2.r2d2_agent_fn.lstm_size = None'])
     message = (f'Recall-v0: R2D2 {r2d2_return:.3f} after {r2d2_steps} env '
                f'steps ({r2d2_seconds:.0f} s), feed-forward {ff_return:.3f} '
