@@ -22,6 +22,7 @@ learning test on Recall-v0").
 
 import multiprocessing
 import os
+import queue
 import shutil
 import tempfile
 import time
@@ -104,15 +105,30 @@ def _train_with_op_determinism(bindings, results):
   results.put(train(bindings))
 
 
-def train_in_fresh_process(bindings):
-  """`train(bindings)` in a spawned Python process."""
+def train_in_fresh_process(bindings, timeout_seconds=900):
+  """`train(bindings)` in a spawned Python process.
+
+  Raises:
+    RuntimeError: the process ended without a result (its traceback is on
+      stderr), so a crash fails the test at once, not at the timeout.
+  """
   context = multiprocessing.get_context('spawn')
   results = context.Queue()
   process = context.Process(target=_train_with_op_determinism,
                             args=(bindings, results))
   process.start()
+  deadline = time.time() + timeout_seconds
   try:
-    return results.get(timeout=900)
+    while True:
+      try:
+        return results.get(timeout=5)
+      except queue.Empty:
+        if not process.is_alive():
+          raise RuntimeError(
+              f'the training process exited with code {process.exitcode} '
+              'and no result') from None
+        if time.time() > deadline:
+          raise
   finally:
     process.join(timeout=60)
 
